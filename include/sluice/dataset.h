@@ -1,0 +1,306 @@
+// The dataset API: Dataset (an immutable pipeline definition), Function (what map/filter/...
+// apply), and Iterator (a stateful, checkpointable cursor over a Dataset).
+//
+// The names and semantics follow tf.data (Murray et al., VLDB 2021) so that people who know
+// tf.data know sluice; C++ methods are CamelCase (Map for map, FlatMap for flat_map, ...).
+//
+//   using namespace sluice;
+//   Dataset ds = Dataset::Range(1000)
+//                    .Shuffle(100, /*seed=*/7)
+//                    .Map(Function::Map("square", [](Element e, FunctionContext&) -> Result<Element> {
+//                      int64_t v = e[0].scalar<int64_t>();
+//                      return Element{Tensor::Scalar<int64_t>(v * v)};
+//                    }))
+//                    .Batch(32);
+//   auto it = ds.MakeIterator();                    // Result<std::unique_ptr<Iterator>>
+//   while (true) {
+//     auto next = (*it)->GetNext();                 // Result<std::optional<Element>>
+//     if (!next.ok()) { /* error: names the operator, file, offset */ break; }
+//     if (!*next) break;                            // end of data
+//     Use(**next);
+//   }
+//
+// Errors in construction (bad arguments) do not throw: the Dataset carries the error, every
+// further transformation passes it on, and MakeIterator() returns it. `ds.status()` shows it
+// early.
+//
+// Thread-safety: Dataset and Function are immutable values, safe to share across threads.
+// An Iterator is used by one thread at a time.
+#ifndef SLUICE_DATASET_H_
+#define SLUICE_DATASET_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "sluice/element.h"
+#include "sluice/random.h"
+#include "sluice/status.h"
+#include "sluice/tensor.h"
+
+namespace sluice {
+
+class DatasetNode;
+class IteratorBase;
+class Dataset;
+
+// Tunable value meaning "let sluice choose" (tf.data.AUTOTUNE).
+inline constexpr int64_t kAutotune = -1;
+// Cardinality values (tf.data.INFINITE_CARDINALITY / UNKNOWN_CARDINALITY).
+inline constexpr int64_t kInfiniteCardinality = -1;
+inline constexpr int64_t kUnknownCardinality = -2;
+
+// A typed attribute of an op or kernel. Attributes are what make a pipeline serializable.
+using AttrValue =
+    std::variant<bool, int64_t, double, std::string, DType, PartialShape, std::vector<int64_t>,
+                 std::vector<double>, std::vector<std::string>, std::vector<DType>,
+                 std::vector<PartialShape>, Tensor, std::vector<Tensor>>;
+using AttrMap = std::map<std::string, AttrValue, std::less<>>;
+std::string AttrValueDebugString(const AttrValue& v);
+
+// Compression of record files (TFRecord, text lines, fixed-length records).
+enum class Compression { kNone, kGzip, kZlib };
+// "" / "NONE", "GZIP", "ZLIB" (the tf.data spellings).
+Result<Compression> CompressionFromName(std::string_view name);
+std::string_view CompressionName(Compression c);
+
+// What a function sees besides its argument: the element's position in the op's input
+// stream and a random generator keyed by (op seed, position). Draw all randomness from rng()
+// so results do not depend on thread scheduling.
+class FunctionContext {
+ public:
+  FunctionContext(uint64_t seed, int64_t position)
+      : rng_(seed, static_cast<uint64_t>(position)), position_(position) {}
+  int64_t position() const { return position_; }
+  Rng& rng() { return rng_; }
+  // GroupByWindow's reduce function: the window being reduced (its argument is the key).
+  // Null elsewhere.
+  const Dataset* window() const { return window_; }
+  void set_window(const Dataset* w) { window_ = w; }
+
+ private:
+  Rng rng_;
+  int64_t position_;
+  const Dataset* window_ = nullptr;
+};
+
+// A function applied by map, filter, flat_map, interleave, scan, reduce, group_by_window...
+//
+// Two kinds:
+//  * registered kernels: a name plus typed attributes, looked up in the registry
+//    (Function::Kernel("parse_example", {...})). Serializable, so they travel to service
+//    workers, and visible to the optimizer.
+//  * local callables: C++ lambdas (Function::Map/Predicate/DatasetFunction). Not serializable.
+//
+// A function has one of three signatures: element -> element (map, scan, reduce, key
+// functions), element -> bool (filter), element -> Dataset (flat_map, interleave).
+// An element -> element function whose output is a single bool scalar can also serve as a
+// predicate. Every function declares whether it is random.
+// What a function declares about itself.
+struct FunctionTraits {
+  bool is_random = false;
+  // The function can be skipped when its output would be discarded (skip(), shuffle
+  // restore): it has no side effects and its output count equals its input count.
+  bool skippable = false;
+};
+
+class Function {
+ public:
+  using ElementFn = std::function<Result<Element>(Element, FunctionContext&)>;
+  using PredicateFn = std::function<Result<bool>(const Element&, FunctionContext&)>;
+  using DatasetFn = std::function<Result<Dataset>(Element, FunctionContext&)>;
+  // Optional static typing: the output spec for an input spec.
+  using SpecFn = std::function<Result<ElementSpec>(const ElementSpec&)>;
+
+  enum class Kind { kInvalid, kElement, kPredicate, kDataset };
+
+  using Traits = FunctionTraits;
+
+  Function() = default;
+
+  // Local callables.
+  static Function Map(std::string name, ElementFn fn, Traits traits = {}, SpecFn spec = nullptr);
+  static Function Predicate(std::string name, PredicateFn fn, Traits traits = {});
+  static Function DatasetFunction(std::string name, DatasetFn fn, Traits traits = {});
+  // A registered kernel; an error names the kernel when it is unknown or attrs are wrong.
+  static Result<Function> Kernel(std::string_view name, AttrMap attrs = {});
+  // Registry use only: wraps a kernel implementation.
+  static Function MakeKernel(std::string name, AttrMap attrs, ElementFn fn, Traits traits,
+                             SpecFn spec = nullptr, PredicateFn pred = nullptr,
+                             DatasetFn dfn = nullptr);
+
+  bool valid() const { return impl_ != nullptr; }
+  Kind kind() const;
+  const std::string& name() const;
+  const AttrMap& attrs() const;
+  bool serializable() const;  // true for registered kernels
+  const Traits& traits() const;
+  bool is_random() const { return traits().is_random; }
+
+  // Applies an element function.
+  Result<Element> operator()(Element in, FunctionContext& ctx) const;
+  // Applies a predicate (or an element function returning one bool scalar).
+  Result<bool> Test(const Element& in, FunctionContext& ctx) const;
+  // Applies a dataset function.
+  Result<Dataset> MakeDataset(Element in, FunctionContext& ctx) const;
+  // Output spec for `in`, or nullopt when the function does not declare one.
+  std::optional<Result<ElementSpec>> OutputSpec(const ElementSpec& in) const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+class Iterator;
+
+// An immutable pipeline definition: a node of the dataset graph plus its inputs.
+class Dataset {
+ public:
+  Dataset();  // an invalid dataset (status: FailedPrecondition)
+  explicit Dataset(std::shared_ptr<const DatasetNode> node);
+  Dataset(Status error);  // NOLINT: a dataset carrying a construction error
+
+  // Builds any registered op by name; all the methods below go through this.
+  static Dataset FromOp(std::string_view op, AttrMap attrs, std::vector<Dataset> inputs = {},
+                        std::vector<Function> functions = {});
+
+  // ---- Sources ----
+  // start, start+step, ... < stop (int64 scalars).
+  static Dataset Range(int64_t stop);
+  static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
+  // One element.
+  static Dataset FromTensors(Element element);
+  // Slices each component along dimension 0 (all must share dim 0).
+  static Dataset FromTensorSlices(Element element);
+  // File names matching glob patterns (string scalars); sorted, then shuffled when `shuffle`
+  // (seeded like Shuffle). Matching nothing is an error.
+  static Dataset ListFiles(std::vector<std::string> patterns, bool shuffle = true,
+                           std::optional<int64_t> seed = {});
+  // Lines of text files without their line endings (string scalars).
+  static Dataset TextLine(std::vector<std::string> files,
+                          Compression compression = Compression::kNone);
+  // Records of TFRecord files (string scalars); CRCs are verified.
+  static Dataset TFRecord(std::vector<std::string> files,
+                          Compression compression = Compression::kNone);
+  // Fixed-size records after `header_bytes` and before `footer_bytes` (string scalars).
+  static Dataset FixedLengthRecord(std::vector<std::string> files, int64_t record_bytes,
+                                   int64_t header_bytes = 0, int64_t footer_bytes = 0,
+                                   Compression compression = Compression::kNone);
+  // Rows of an IDX file (the MNIST format), gzipped or not: a tensor of the file's dtype
+  // with the file's shape minus dimension 0.
+  static Dataset Idx(std::string path);
+  // Files under root/<class>/..., classes sorted by name and numbered from 0: elements
+  // (path: string, label: int64). `extensions` filters files (case-insensitive), empty = all.
+  static Dataset ImageFolder(std::string root, std::vector<std::string> extensions = {});
+
+  // ---- Transformations ----
+  Dataset Map(Function fn) const;
+  Dataset Filter(Function predicate) const;
+  Dataset FlatMap(Function dataset_fn) const;
+  // Pulls `block_length` elements from each of `cycle_length` datasets in turn.
+  Dataset Interleave(Function dataset_fn, int64_t cycle_length, int64_t block_length = 1) const;
+  Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // Pads each component to `padded_shapes` (-1 or an empty list: the batch's longest) with
+  // `padding_values` (default zero / "").
+  Dataset PaddedBatch(int64_t batch_size, std::vector<PartialShape> padded_shapes = {},
+                      std::vector<Tensor> padding_values = {},
+                      bool drop_remainder = false) const;
+  Dataset Unbatch() const;
+  Dataset Shuffle(int64_t buffer_size, std::optional<int64_t> seed = {},
+                  bool reshuffle_each_iteration = true) const;
+  Dataset Repeat(int64_t count = -1) const;  // -1: forever
+  Dataset Take(int64_t count) const;         // -1: all
+  Dataset Skip(int64_t count) const;         // -1: all
+  Dataset Shard(int64_t num_shards, int64_t index) const;
+  static Dataset Zip(std::vector<Dataset> datasets);
+  Dataset Concatenate(const Dataset& other) const;
+  // (index: int64, element components...)
+  Dataset Enumerate(int64_t start = 0) const;
+  // In memory when `filename` is empty; otherwise in a file that outlives the process and
+  // is reused once complete.
+  Dataset Cache(std::string filename = "") const;
+  // state' = fn(state..., element...), emits fn's outputs after the first
+  // initial_state.size() components.
+  Dataset Scan(Element initial_state, Function fn) const;
+  // Windows of `size` elements taken every `shift` (default size) elements with `stride`
+  // between members; each component is stacked (shape [window, ...]).
+  Dataset Window(int64_t size, int64_t shift = -1, int64_t stride = 1,
+                 bool drop_remainder = false) const;
+  // Groups elements by key_fn (an int64 scalar), passes each full window (or what remains
+  // at the end, in key order) to the dataset function reduce_fn and flattens the results.
+  // reduce_fn is called with Element{key} and finds the window in ctx.window().
+  Dataset GroupByWindow(Function key_fn, Function reduce_fn, int64_t window_size) const;
+  // Buckets elements by length_fn and padded-batches each bucket.
+  Dataset BucketBySequenceLength(Function length_fn, std::vector<int64_t> bucket_boundaries,
+                                 std::vector<int64_t> bucket_batch_sizes,
+                                 std::vector<PartialShape> padded_shapes = {},
+                                 std::vector<Tensor> padding_values = {},
+                                 bool pad_to_bucket_boundary = false,
+                                 bool drop_remainder = false) const;
+  // Drops elements whose computation failed, counting them (Iterator stats: "skipped").
+  Dataset IgnoreErrors() const;
+
+  // ---- Terminal ----
+  // Folds the dataset: state = fn(state..., element...).
+  Result<Element> Reduce(Element initial_state, Function fn) const;
+  // All elements (for small datasets and tests).
+  Result<std::vector<Element>> Collect() const;
+
+  // ---- Introspection ----
+  bool ok() const { return node_ != nullptr; }
+  Status status() const;
+  // kInfiniteCardinality, kUnknownCardinality, or the number of elements.
+  int64_t Cardinality() const;
+  const ElementSpec& element_spec() const;
+  const std::shared_ptr<const DatasetNode>& node() const { return node_; }
+
+  Result<std::unique_ptr<Iterator>> MakeIterator() const;
+
+ private:
+  std::shared_ptr<const DatasetNode> node_;
+  std::shared_ptr<const Status> error_;
+};
+
+// Statistics of one live iterator (a node of the iterator tree).
+struct IteratorStats {
+  std::string name;    // op name, e.g. "Map"
+  std::string prefix;  // its place in the tree, e.g. "Root/Batch[0]/Map[0]"
+  int64_t elements_produced = 0;
+  int64_t elements_skipped = 0;  // ignore_errors: failed elements dropped
+};
+
+// A stateful cursor over a Dataset. Not thread-safe: one thread calls it at a time.
+class Iterator {
+ public:
+  ~Iterator();
+  // The next element, std::nullopt at the end (and on every call after), or an error.
+  // After an error the iterator can go on (the failed element is lost); ops that cannot
+  // continue keep returning the error.
+  Result<std::optional<Element>> GetNext();
+  // A compact binary checkpoint of the position (see docs/checkpointing.md).
+  Result<std::string> Save();
+  // Restores a checkpoint taken from an iterator of the same dataset. Call on a fresh
+  // iterator; continuing yields what the saved iterator would have yielded.
+  Status Restore(std::string_view checkpoint);
+  const ElementSpec& element_spec() const;
+  // Stats of every live iterator in the tree, root first.
+  std::vector<IteratorStats> Stats() const;
+
+ private:
+  friend class Dataset;
+  Iterator(std::shared_ptr<const DatasetNode> dataset, std::unique_ptr<IteratorBase> root,
+           int64_t instance);
+  std::shared_ptr<const DatasetNode> dataset_;
+  std::unique_ptr<IteratorBase> root_;
+  int64_t instance_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_DATASET_H_

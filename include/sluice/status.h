@@ -1,0 +1,177 @@
+// Status and Result<T>: sluice's error model.
+//
+// No exceptions cross the sluice API. Every fallible call returns a Status (no value) or a
+// Result<T> (a value or an error). Both are [[nodiscard]]: ignoring an error is a compile
+// warning. Propagate with SLUICE_RETURN_IF_ERROR and SLUICE_ASSIGN_OR_RETURN.
+//
+// End of data is never an error: iterators return Result<std::optional<Element>> and signal
+// the end with std::nullopt.
+//
+// An OK Status holds no allocation (a null pointer), so returning OK on hot paths is free.
+//
+// Thread-safety: Status and Result are values; distinct objects may be used concurrently,
+// one object may be read concurrently.
+#ifndef SLUICE_STATUS_H_
+#define SLUICE_STATUS_H_
+
+#include <cassert>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace sluice {
+
+// Error categories; the names follow absl/gRPC so they map 1:1 onto gRPC status codes.
+enum class StatusCode : int {
+  kOk = 0,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kAlreadyExists = 6,
+  kPermissionDenied = 7,
+  kResourceExhausted = 8,
+  kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,
+  kUnimplemented = 12,
+  kInternal = 13,
+  kUnavailable = 14,
+  kDataLoss = 15,
+  kUnauthenticated = 16,
+};
+
+std::string_view StatusCodeName(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // OK
+  Status(StatusCode code, std::string message);
+
+  Status(const Status& other);
+  Status& operator=(const Status& other);
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
+
+  static Status OK() { return Status(); }
+
+  bool ok() const { return state_ == nullptr; }
+  StatusCode code() const { return state_ ? state_->code : StatusCode::kOk; }
+  // The message without the code; empty for OK.
+  const std::string& message() const;
+  // "DataLoss: corrupt record at ..."; "OK" for OK.
+  std::string ToString() const;
+
+  // Returns a copy whose message is prefixed with `context` ("context: message").
+  // Used to add the operator / file that saw an error as it propagates up.
+  Status WithContext(std::string_view context) const;
+
+  bool operator==(const Status& o) const {
+    return code() == o.code() && message() == o.message();
+  }
+
+  // Marks a status as deliberately ignored.
+  void IgnoreError() const {}
+
+ private:
+  struct State {
+    StatusCode code;
+    std::string message;
+  };
+  std::unique_ptr<State> state_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Status& s);
+
+// Constructors for each error category.
+Status CancelledError(std::string msg);
+Status UnknownError(std::string msg);
+Status InvalidArgumentError(std::string msg);
+Status NotFoundError(std::string msg);
+Status AlreadyExistsError(std::string msg);
+Status ResourceExhaustedError(std::string msg);
+Status FailedPreconditionError(std::string msg);
+Status AbortedError(std::string msg);
+Status OutOfRangeError(std::string msg);
+Status UnimplementedError(std::string msg);
+Status InternalError(std::string msg);
+Status UnavailableError(std::string msg);
+Status DataLossError(std::string msg);
+
+// Status for an errno value from a failed system call on `path`.
+Status ErrnoToStatus(int err, std::string_view what, std::string_view path);
+
+// Result<T>: either a T or a non-OK Status.
+template <typename T>
+class [[nodiscard]] Result {
+  static_assert(!std::is_same_v<T, Status>, "Result<Status> is not allowed");
+
+ public:
+  // Implicit from a value or an error, so `return value;` and `return status;` both work.
+  Result(const T& value) : v_(value) {}  // NOLINT
+  Result(T&& value) : v_(std::move(value)) {}  // NOLINT
+  Result(Status status) : v_(std::move(status)) {  // NOLINT
+    assert(!std::get<Status>(v_).ok() && "Result constructed from an OK Status");
+    if (std::get<Status>(v_).ok()) v_ = InternalError("Result constructed from OK status");
+  }
+  template <typename U,
+            typename = std::enable_if_t<std::is_constructible_v<T, U&&> &&
+                                        !std::is_same_v<std::decay_t<U>, T> &&
+                                        !std::is_same_v<std::decay_t<U>, Status> &&
+                                        !std::is_same_v<std::decay_t<U>, Result<T>>>>
+  Result(U&& value) : v_(T(std::forward<U>(value))) {}  // NOLINT
+
+  bool ok() const { return v_.index() == 0; }
+  // The error; OK when a value is held.
+  Status status() const { return ok() ? Status() : std::get<1>(v_); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  T ValueOr(T fallback) const& { return ok() ? value() : std::move(fallback); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+namespace internal {
+inline Status AsStatus(Status s) { return s; }
+template <typename T>
+Status AsStatus(const Result<T>& r) {
+  return r.status();
+}
+}  // namespace internal
+
+}  // namespace sluice
+
+#define SLUICE_CONCAT_INNER_(a, b) a##b
+#define SLUICE_CONCAT_(a, b) SLUICE_CONCAT_INNER_(a, b)
+
+// Returns from the enclosing function if `expr` (a Status or Result) is an error.
+#define SLUICE_RETURN_IF_ERROR(expr)                                        \
+  do {                                                                      \
+    ::sluice::Status _sluice_st = ::sluice::internal::AsStatus((expr));     \
+    if (!_sluice_st.ok()) return _sluice_st;                                \
+  } while (0)
+
+// `SLUICE_ASSIGN_OR_RETURN(auto x, MakeX());` declares/assigns x from a Result or returns
+// its error.
+#define SLUICE_ASSIGN_OR_RETURN(lhs, rexpr) \
+  SLUICE_ASSIGN_OR_RETURN_IMPL_(SLUICE_CONCAT_(_sluice_r_, __LINE__), lhs, rexpr)
+#define SLUICE_ASSIGN_OR_RETURN_IMPL_(r, lhs, rexpr) \
+  auto r = (rexpr);                                  \
+  if (!r.ok()) return r.status();                    \
+  lhs = std::move(r).value()
+
+#endif  // SLUICE_STATUS_H_

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sluice needs, skipping what is already present.
+# Idempotent: runs `apt-get update` at most once, and only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build make ccache pkg-config
+  clang libclang-rt-14-dev          # libFuzzer and sanitizer runtimes for `make fuzz`
+  # libraries
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler
+  zlib1g-dev libzstd-dev
+  libcli11-dev nlohmann-json3-dev
+  # data
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "[deps] installing: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

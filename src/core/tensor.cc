@@ -1,0 +1,528 @@
+#include "sluice/tensor.h"
+
+#include <cstdlib>
+#include <new>
+#include <sstream>
+
+namespace sluice {
+
+// ---- DType ----
+
+std::string_view DTypeName(DType d) {
+  switch (d) {
+    case DType::kInvalid: return "invalid";
+    case DType::kBool: return "bool";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt8: return "int8";
+    case DType::kInt16: return "int16";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    case DType::kString: return "string";
+  }
+  return "invalid";
+}
+
+Result<DType> DTypeFromName(std::string_view name) {
+  for (int i = 1; i <= static_cast<int>(DType::kString); ++i) {
+    if (DTypeName(static_cast<DType>(i)) == name) return static_cast<DType>(i);
+  }
+  if (name == "float" ) return DType::kFloat32;
+  if (name == "double") return DType::kFloat64;
+  if (name == "half") return DType::kFloat16;
+  if (name == "bytes" || name == "str") return DType::kString;
+  return InvalidArgumentError("unknown dtype '" + std::string(name) + "'");
+}
+
+size_t DTypeSize(DType d) {
+  switch (d) {
+    case DType::kBool: case DType::kUInt8: case DType::kInt8: return 1;
+    case DType::kInt16: case DType::kFloat16: case DType::kBFloat16: return 2;
+    case DType::kInt32: case DType::kFloat32: return 4;
+    case DType::kInt64: case DType::kFloat64: return 8;
+    case DType::kString: return sizeof(std::string);
+    case DType::kInvalid: return 0;
+  }
+  return 0;
+}
+
+bool DTypeIsValid(DType d) {
+  return static_cast<int>(d) >= 1 && static_cast<int>(d) <= static_cast<int>(DType::kString);
+}
+
+Half Half::FromFloat(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mant = x & 0x7fffffu;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff);
+  Half h;
+  if (exp == 0xff) {  // inf / nan
+    h.bits = static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+    return h;
+  }
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) {  // overflow
+    h.bits = static_cast<uint16_t>(sign | 0x7c00u);
+    return h;
+  }
+  if (e <= 0) {  // subnormal or zero
+    if (e < -10) {
+      h.bits = static_cast<uint16_t>(sign);
+      return h;
+    }
+    mant |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half_mant = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half_mant & 1))) ++half_mant;
+    h.bits = static_cast<uint16_t>(sign | half_mant);
+    return h;
+  }
+  uint32_t half_mant = mant >> 13;
+  uint32_t rem = mant & 0x1fffu;
+  uint32_t bits = sign | (static_cast<uint32_t>(e) << 10) | half_mant;
+  if (rem > 0x1000u || (rem == 0x1000u && (half_mant & 1))) ++bits;  // may carry into exp
+  h.bits = static_cast<uint16_t>(bits);
+  return h;
+}
+
+float Half::ToFloat() const {
+  uint32_t sign = (bits & 0x8000u) << 16;
+  uint32_t exp = (bits >> 10) & 0x1f;
+  uint32_t mant = bits & 0x3ffu;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // subnormal: normalize
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+BFloat16 BFloat16::FromFloat(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  BFloat16 b;
+  if ((x & 0x7fffffffu) > 0x7f800000u) {  // NaN stays NaN
+    b.bits = static_cast<uint16_t>((x >> 16) | 0x40u);
+    return b;
+  }
+  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  b.bits = static_cast<uint16_t>((x + rounding) >> 16);
+  return b;
+}
+
+float BFloat16::ToFloat() const {
+  uint32_t x = static_cast<uint32_t>(bits) << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+// ---- Shape ----
+
+Shape::Shape(std::initializer_list<int64_t> dims) { Assign(dims.begin(), static_cast<int>(dims.size())); }
+Shape::Shape(std::span<const int64_t> dims) { Assign(dims.data(), static_cast<int>(dims.size())); }
+Shape::Shape(const Shape& o) { Assign(o.data(), o.rank_); }
+Shape& Shape::operator=(const Shape& o) {
+  if (this != &o) {
+    Free();
+    Assign(o.data(), o.rank_);
+  }
+  return *this;
+}
+Shape::Shape(Shape&& o) noexcept : rank_(o.rank_) {
+  if (rank_ <= kInline) {
+    memcpy(inline_, o.inline_, sizeof(inline_));
+  } else {
+    heap_ = o.heap_;
+  }
+  o.rank_ = 0;
+}
+Shape& Shape::operator=(Shape&& o) noexcept {
+  if (this != &o) {
+    Free();
+    rank_ = o.rank_;
+    if (rank_ <= kInline) {
+      memcpy(inline_, o.inline_, sizeof(inline_));
+    } else {
+      heap_ = o.heap_;
+    }
+    o.rank_ = 0;
+  }
+  return *this;
+}
+Shape::~Shape() { Free(); }
+
+void Shape::Free() {
+  if (rank_ > kInline) delete[] heap_;
+  rank_ = 0;
+}
+
+void Shape::Assign(const int64_t* d, int n) {
+  rank_ = n;
+  if (n > kInline) heap_ = new int64_t[n];
+  if (n > 0) memcpy(mutable_data(), d, sizeof(int64_t) * n);
+}
+
+int64_t Shape::num_elements() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= data()[i];
+  return n;
+}
+
+void Shape::AddDim(int64_t d) { InsertDim(rank_, d); }
+
+void Shape::InsertDim(int pos, int64_t d) {
+  std::vector<int64_t> v = ToVector();
+  v.insert(v.begin() + pos, d);
+  *this = Shape(v);
+}
+
+void Shape::RemoveDim(int pos) {
+  std::vector<int64_t> v = ToVector();
+  v.erase(v.begin() + pos);
+  *this = Shape(v);
+}
+
+bool Shape::operator==(const Shape& o) const {
+  return rank_ == o.rank_ && (rank_ == 0 || memcmp(data(), o.data(), sizeof(int64_t) * rank_) == 0);
+}
+
+std::string Shape::ToString() const {
+  std::string s = "[";
+  for (int i = 0; i < rank_; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dim(i));
+  }
+  return s + "]";
+}
+
+// ---- PartialShape ----
+
+bool PartialShape::fully_defined() const {
+  if (!dims_) return false;
+  for (int64_t d : *dims_) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+bool PartialShape::IsCompatibleWith(const Shape& s) const {
+  if (!dims_) return true;
+  if (static_cast<int>(dims_->size()) != s.rank()) return false;
+  for (int i = 0; i < s.rank(); ++i) {
+    if ((*dims_)[i] >= 0 && (*dims_)[i] != s.dim(i)) return false;
+  }
+  return true;
+}
+
+PartialShape PartialShape::MostSpecificCompatible(const PartialShape& o) const {
+  if (!dims_ || !o.dims_ || dims_->size() != o.dims_->size()) return PartialShape::UnknownRank();
+  std::vector<int64_t> d(dims_->size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    d[i] = (*dims_)[i] == (*o.dims_)[i] ? (*dims_)[i] : kUnknownDim;
+  }
+  return PartialShape(std::move(d));
+}
+
+PartialShape PartialShape::WithLeadingDim(int64_t d) const {
+  if (!dims_) return PartialShape::UnknownRank();
+  std::vector<int64_t> v;
+  v.reserve(dims_->size() + 1);
+  v.push_back(d);
+  v.insert(v.end(), dims_->begin(), dims_->end());
+  return PartialShape(std::move(v));
+}
+
+PartialShape PartialShape::WithoutLeadingDim() const {
+  if (!dims_ || dims_->empty()) return PartialShape::UnknownRank();
+  return PartialShape(std::vector<int64_t>(dims_->begin() + 1, dims_->end()));
+}
+
+std::string PartialShape::ToString() const {
+  if (!dims_) return "<unknown>";
+  std::string s = "[";
+  for (size_t i = 0; i < dims_->size(); ++i) {
+    if (i) s += ", ";
+    s += (*dims_)[i] < 0 ? "?" : std::to_string((*dims_)[i]);
+  }
+  return s + "]";
+}
+
+// ---- Buffer ----
+
+namespace {
+constexpr size_t kHeader = (sizeof(Buffer) + Buffer::kAlignment - 1) / Buffer::kAlignment *
+                           Buffer::kAlignment;
+size_t RoundUp(size_t n) { return (n + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment; }
+}  // namespace
+
+BufferPtr::BufferPtr(const BufferPtr& o) : b_(o.b_) {
+  if (b_) b_->Ref();
+}
+BufferPtr& BufferPtr::operator=(const BufferPtr& o) {
+  if (o.b_) o.b_->Ref();
+  if (b_) b_->Unref();
+  b_ = o.b_;
+  return *this;
+}
+BufferPtr& BufferPtr::operator=(BufferPtr&& o) noexcept {
+  if (this != &o) {
+    if (b_) b_->Unref();
+    b_ = o.b_;
+    o.b_ = nullptr;
+  }
+  return *this;
+}
+BufferPtr::~BufferPtr() {
+  if (b_) b_->Unref();
+}
+
+BufferPtr Buffer::Allocate(size_t bytes) {
+  void* mem = std::aligned_alloc(kAlignment, kHeader + RoundUp(bytes));
+  if (mem == nullptr) throw std::bad_alloc();
+  Buffer* b = new (mem) Buffer();
+  b->data_ = static_cast<char*>(mem) + kHeader;
+  b->size_ = bytes;
+  return BufferPtr(b);
+}
+
+BufferPtr Buffer::AllocateZeroed(size_t bytes) {
+  BufferPtr p = Allocate(bytes);
+  memset(p->data(), 0, bytes);
+  return p;
+}
+
+BufferPtr Buffer::AllocateStrings(size_t n) {
+  BufferPtr p = Allocate(n * sizeof(std::string));
+  auto* s = static_cast<std::string*>(p->data());
+  for (size_t i = 0; i < n; ++i) new (s + i) std::string();
+  p->num_strings_ = n;
+  return p;
+}
+
+BufferPtr Buffer::Wrap(void* data, size_t bytes, std::function<void()> release) {
+  void* mem = std::aligned_alloc(kAlignment, kHeader);
+  if (mem == nullptr) throw std::bad_alloc();
+  Buffer* b = new (mem) Buffer();
+  b->data_ = data;
+  b->size_ = bytes;
+  b->release_ = new std::function<void()>(std::move(release));
+  return BufferPtr(b);
+}
+
+void Buffer::Unref() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (num_strings_ > 0) {
+    auto* s = static_cast<std::string*>(data_);
+    for (size_t i = 0; i < num_strings_; ++i) s[i].~basic_string();
+  }
+  if (release_ != nullptr) {
+    if (*release_) (*release_)();
+    delete release_;
+  }
+  this->~Buffer();
+  std::free(this);
+}
+
+// ---- Tensor ----
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  size_t n = static_cast<size_t>(shape_.num_elements());
+  buffer_ = dtype == DType::kString ? Buffer::AllocateStrings(n) : Buffer::Allocate(n * DTypeSize(dtype));
+}
+
+Tensor::Tensor(DType dtype, Shape shape, BufferPtr buffer, size_t byte_offset)
+    : dtype_(dtype), shape_(std::move(shape)), buffer_(std::move(buffer)), offset_(byte_offset) {}
+
+Result<Tensor> Tensor::Allocate(DType dtype, Shape shape) {
+  if (!DTypeIsValid(dtype)) return InvalidArgumentError("invalid dtype");
+  // Bound the size: 2^40 bytes is far past any single element a pipeline should build.
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 40;
+  uint64_t n = 1;
+  for (int64_t d : shape.dims()) {
+    if (d < 0) return InvalidArgumentError("negative dimension in shape " + shape.ToString());
+    if (d != 0 && n > kMaxBytes / static_cast<uint64_t>(d)) {
+      return ResourceExhaustedError("tensor shape " + shape.ToString() + " is too large");
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  if (n * DTypeSize(dtype) > kMaxBytes) {
+    return ResourceExhaustedError("tensor shape " + shape.ToString() + " is too large");
+  }
+  return Tensor(dtype, std::move(shape));
+}
+
+Tensor Tensor::Zeros(DType dtype, Shape shape) {
+  if (dtype == DType::kString) return Tensor(dtype, std::move(shape));
+  size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  return Tensor(dtype, std::move(shape), Buffer::AllocateZeroed(bytes));
+}
+
+size_t Tensor::nbytes() const {
+  if (dtype_ != DType::kString) return static_cast<size_t>(num_elements()) * DTypeSize(dtype_);
+  size_t n = 0;
+  for (const std::string& s : flat<std::string>()) n += s.size();
+  return n;
+}
+
+Tensor Tensor::Slice(int64_t begin, int64_t end) const {
+  Shape s = shape_;
+  s.set_dim(0, end - begin);
+  int64_t row = shape_.num_elements() / (shape_.dim(0) == 0 ? 1 : shape_.dim(0));
+  if (shape_.dim(0) == 0) row = 0;
+  size_t row_bytes = static_cast<size_t>(row) * DTypeSize(dtype_);
+  return Tensor(dtype_, std::move(s), buffer_, offset_ + static_cast<size_t>(begin) * row_bytes);
+}
+
+Tensor Tensor::SubTensor(int64_t i) const {
+  Shape s = shape_;
+  s.RemoveDim(0);
+  size_t row_bytes = static_cast<size_t>(s.num_elements()) * DTypeSize(dtype_);
+  return Tensor(dtype_, std::move(s), buffer_, offset_ + static_cast<size_t>(i) * row_bytes);
+}
+
+Result<Tensor> Tensor::Reshape(Shape shape) const {
+  if (shape.num_elements() != num_elements()) {
+    return InvalidArgumentError("cannot reshape " + shape_.ToString() + " to " + shape.ToString());
+  }
+  return Tensor(dtype_, std::move(shape), buffer_, offset_);
+}
+
+Tensor Tensor::Clone() const {
+  if (!valid()) return Tensor();
+  Tensor t(dtype_, shape_);
+  if (dtype_ == DType::kString) {
+    auto src = flat<std::string>();
+    std::string* dst = t.mutable_data<std::string>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+  } else if (num_elements() > 0) {
+    memcpy(t.mutable_data<char>(), raw_data(), nbytes());
+  }
+  return t;
+}
+
+bool Tensor::ContentEquals(const Tensor& o) const {
+  if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
+  if (!valid()) return true;
+  if (dtype_ == DType::kString) {
+    auto a = flat<std::string>();
+    auto b = o.flat<std::string>();
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
+  size_t n = nbytes();
+  return n == 0 || memcmp(raw_data(), o.raw_data(), n) == 0;
+}
+
+namespace {
+template <typename T>
+void AppendValues(std::ostringstream& os, const Tensor& t, int64_t n) {
+  const T* d = t.data<T>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) os << ", ";
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      os << d[i].ToFloat();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      os << '"' << (d[i].size() > 32 ? d[i].substr(0, 32) + "..." : d[i]) << '"';
+    } else if constexpr (sizeof(T) == 1) {
+      os << static_cast<int>(d[i]);
+    } else {
+      os << d[i];
+    }
+  }
+}
+}  // namespace
+
+std::string Tensor::DebugString(int max_values) const {
+  if (!valid()) return "<invalid tensor>";
+  std::ostringstream os;
+  os << DTypeName(dtype_) << shape_.ToString() << "{";
+  int64_t n = std::min<int64_t>(num_elements(), max_values);
+  switch (dtype_) {
+    case DType::kBool: AppendValues<bool>(os, *this, n); break;
+    case DType::kUInt8: AppendValues<uint8_t>(os, *this, n); break;
+    case DType::kInt8: AppendValues<int8_t>(os, *this, n); break;
+    case DType::kInt16: AppendValues<int16_t>(os, *this, n); break;
+    case DType::kInt32: AppendValues<int32_t>(os, *this, n); break;
+    case DType::kInt64: AppendValues<int64_t>(os, *this, n); break;
+    case DType::kFloat16: AppendValues<Half>(os, *this, n); break;
+    case DType::kBFloat16: AppendValues<BFloat16>(os, *this, n); break;
+    case DType::kFloat32: AppendValues<float>(os, *this, n); break;
+    case DType::kFloat64: AppendValues<double>(os, *this, n); break;
+    case DType::kString: AppendValues<std::string>(os, *this, n); break;
+    case DType::kInvalid: break;
+  }
+  if (num_elements() > n) os << ", ...";
+  os << "}";
+  return os.str();
+}
+
+Status CopyIntoRow(const Tensor& src, Tensor* dst, int64_t row) {
+  if (src.dtype() != dst->dtype()) {
+    return InvalidArgumentError("dtype mismatch: " + std::string(DTypeName(src.dtype())) +
+                                " vs " + std::string(DTypeName(dst->dtype())));
+  }
+  int64_t n = src.num_elements();
+  if (dst->rank() != src.rank() + 1 || dst->num_elements() != n * dst->dim(0) ||
+      row >= dst->dim(0)) {
+    return InvalidArgumentError("shape mismatch: cannot put " + src.shape().ToString() +
+                                " into row " + std::to_string(row) + " of " +
+                                dst->shape().ToString());
+  }
+  for (int i = 0; i < src.rank(); ++i) {
+    if (src.dim(i) != dst->dim(i + 1)) {
+      return InvalidArgumentError("shape mismatch: cannot put " + src.shape().ToString() +
+                                  " into a batch of " + dst->shape().ToString());
+    }
+  }
+  if (src.dtype() == DType::kString) {
+    const std::string* s = src.data<std::string>();
+    std::string* d = dst->mutable_data<std::string>() + row * n;
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+  } else {
+    size_t bytes = static_cast<size_t>(n) * DTypeSize(src.dtype());
+    if (bytes) memcpy(dst->mutable_data<char>() + row * bytes, src.raw_data(), bytes);
+  }
+  return Status::OK();
+}
+
+Result<Tensor> Stack(std::span<const Tensor> tensors) {
+  if (tensors.empty()) return InvalidArgumentError("cannot stack zero tensors");
+  Shape shape = tensors[0].shape();
+  shape.InsertDim(0, static_cast<int64_t>(tensors.size()));
+  Tensor out(tensors[0].dtype(), std::move(shape));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].shape() != tensors[0].shape()) {
+      return InvalidArgumentError("cannot stack tensors of different shapes: " +
+                                  tensors[0].shape().ToString() + " and " +
+                                  tensors[i].shape().ToString() + " (component " +
+                                  std::to_string(i) + ")");
+    }
+    SLUICE_RETURN_IF_ERROR(CopyIntoRow(tensors[i], &out, static_cast<int64_t>(i)));
+  }
+  return out;
+}
+
+}  // namespace sluice

@@ -1,0 +1,342 @@
+// The fluent Dataset API: every method builds a node through the Registry.
+#include <sstream>
+
+#include "graph/registry.h"
+#include "runtime/iterator_base.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+
+std::string AttrValueDebugString(const AttrValue& v) {
+  std::ostringstream os;
+  std::visit(
+      [&os](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          os << (x ? "true" : "false");
+        } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+          os << x;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          os << '"' << x << '"';
+        } else if constexpr (std::is_same_v<T, DType>) {
+          os << DTypeName(x);
+        } else if constexpr (std::is_same_v<T, PartialShape>) {
+          os << x.ToString();
+        } else if constexpr (std::is_same_v<T, Tensor>) {
+          os << x.DebugString();
+        } else {
+          os << "[";
+          for (size_t i = 0; i < x.size(); ++i) {
+            if (i) os << ", ";
+            using E = std::decay_t<decltype(x[i])>;
+            if constexpr (std::is_same_v<E, DType>) {
+              os << DTypeName(x[i]);
+            } else if constexpr (std::is_same_v<E, PartialShape>) {
+              os << x[i].ToString();
+            } else if constexpr (std::is_same_v<E, Tensor>) {
+              os << x[i].DebugString();
+            } else {
+              os << x[i];
+            }
+          }
+          os << "]";
+        }
+      },
+      v);
+  return os.str();
+}
+
+Result<Compression> CompressionFromName(std::string_view name) {
+  if (name.empty() || name == "NONE") return Compression::kNone;
+  if (name == "GZIP") return Compression::kGzip;
+  if (name == "ZLIB") return Compression::kZlib;
+  return InvalidArgumentError("unknown compression '" + std::string(name) +
+                              "' (expected \"\", NONE, GZIP or ZLIB)");
+}
+
+std::string_view CompressionName(Compression c) {
+  switch (c) {
+    case Compression::kNone: return "";
+    case Compression::kGzip: return "GZIP";
+    case Compression::kZlib: return "ZLIB";
+  }
+  return "";
+}
+
+// ---- Dataset ----
+
+Dataset::Dataset()
+    : error_(std::make_shared<Status>(FailedPreconditionError("uninitialized Dataset"))) {}
+
+Dataset::Dataset(std::shared_ptr<const DatasetNode> node) : node_(std::move(node)) {
+  if (!node_) error_ = std::make_shared<Status>(InternalError("null dataset node"));
+}
+
+Dataset::Dataset(Status error)
+    : error_(std::make_shared<const Status>(
+          error.ok() ? InternalError("Dataset built from an OK status") : std::move(error))) {}
+
+Status Dataset::status() const { return node_ ? Status::OK() : *error_; }
+
+Dataset Dataset::FromOp(std::string_view op, AttrMap attrs, std::vector<Dataset> inputs,
+                        std::vector<Function> functions) {
+  OpArgs args;
+  args.attrs = std::move(attrs);
+  for (Dataset& in : inputs) {
+    if (!in.ok()) return Dataset(in.status());
+    args.inputs.push_back(in.node_);
+  }
+  for (const Function& f : functions) {
+    if (!f.valid()) return Dataset(InvalidArgumentError(std::string(op) + ": invalid function"));
+  }
+  args.functions = std::move(functions);
+  auto r = Registry::Global().CreateOp(op, std::move(args));
+  if (!r.ok()) return Dataset(r.status());
+  return Dataset(std::move(r).value());
+}
+
+int64_t Dataset::Cardinality() const { return node_ ? node_->Cardinality() : kUnknownCardinality; }
+
+const ElementSpec& Dataset::element_spec() const {
+  static const ElementSpec kEmpty;
+  return node_ ? node_->element_spec() : kEmpty;
+}
+
+namespace {
+std::vector<std::string> NamesOf(const Element& e) {
+  return e.names() ? *e.names() : std::vector<std::string>{};
+}
+int64_t SeedAttr(std::optional<int64_t> seed) { return static_cast<int64_t>(ResolveSeed(seed)); }
+int64_t SeedFor(const Function& f) { return f.is_random() ? SeedAttr(std::nullopt) : 0; }
+}  // namespace
+
+Dataset Dataset::Range(int64_t stop) { return Range(0, stop, 1); }
+Dataset Dataset::Range(int64_t start, int64_t stop, int64_t step) {
+  return FromOp("Range", {{"start", start}, {"stop", stop}, {"step", step}});
+}
+Dataset Dataset::FromTensors(Element element) {
+  return FromOp("FromTensors", {{"components", element.tensors()}, {"names", NamesOf(element)}});
+}
+Dataset Dataset::FromTensorSlices(Element element) {
+  return FromOp("FromTensorSlices",
+                {{"components", element.tensors()}, {"names", NamesOf(element)}});
+}
+Dataset Dataset::ListFiles(std::vector<std::string> patterns, bool shuffle,
+                           std::optional<int64_t> seed) {
+  return FromOp("ListFiles", {{"patterns", std::move(patterns)},
+                              {"shuffle", shuffle},
+                              {"seed", shuffle ? SeedAttr(seed) : int64_t{0}}});
+}
+Dataset Dataset::TextLine(std::vector<std::string> files, Compression compression) {
+  return FromOp("TextLine", {{"filenames", std::move(files)},
+                             {"compression", std::string(CompressionName(compression))}});
+}
+Dataset Dataset::TFRecord(std::vector<std::string> files, Compression compression) {
+  return FromOp("TFRecord", {{"filenames", std::move(files)},
+                             {"compression", std::string(CompressionName(compression))}});
+}
+Dataset Dataset::FixedLengthRecord(std::vector<std::string> files, int64_t record_bytes,
+                                   int64_t header_bytes, int64_t footer_bytes,
+                                   Compression compression) {
+  return FromOp("FixedLengthRecord",
+                {{"filenames", std::move(files)},
+                 {"record_bytes", record_bytes},
+                 {"header_bytes", header_bytes},
+                 {"footer_bytes", footer_bytes},
+                 {"compression", std::string(CompressionName(compression))}});
+}
+Dataset Dataset::Idx(std::string path) { return FromOp("Idx", {{"path", std::move(path)}}); }
+Dataset Dataset::ImageFolder(std::string root, std::vector<std::string> extensions) {
+  return FromOp("ImageFolder", {{"root", std::move(root)}, {"extensions", std::move(extensions)}});
+}
+
+Dataset Dataset::Map(Function fn) const {
+  int64_t seed = SeedFor(fn);
+  return FromOp("Map", {{"seed", seed}}, {*this}, {std::move(fn)});
+}
+Dataset Dataset::Filter(Function predicate) const {
+  int64_t seed = SeedFor(predicate);
+  return FromOp("Filter", {{"seed", seed}}, {*this}, {std::move(predicate)});
+}
+Dataset Dataset::FlatMap(Function dataset_fn) const {
+  int64_t seed = SeedFor(dataset_fn);
+  return FromOp("FlatMap", {{"seed", seed}}, {*this}, {std::move(dataset_fn)});
+}
+Dataset Dataset::Interleave(Function dataset_fn, int64_t cycle_length,
+                            int64_t block_length) const {
+  int64_t seed = SeedFor(dataset_fn);
+  return FromOp("Interleave",
+                {{"seed", seed}, {"cycle_length", cycle_length}, {"block_length", block_length}},
+                {*this}, {std::move(dataset_fn)});
+}
+Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
+  return FromOp("Batch", {{"batch_size", batch_size}, {"drop_remainder", drop_remainder}}, {*this});
+}
+Dataset Dataset::PaddedBatch(int64_t batch_size, std::vector<PartialShape> padded_shapes,
+                             std::vector<Tensor> padding_values, bool drop_remainder) const {
+  return FromOp("PaddedBatch",
+                {{"batch_size", batch_size},
+                 {"padded_shapes", std::move(padded_shapes)},
+                 {"padding_values", std::move(padding_values)},
+                 {"drop_remainder", drop_remainder}},
+                {*this});
+}
+Dataset Dataset::Unbatch() const { return FromOp("Unbatch", {}, {*this}); }
+Dataset Dataset::Shuffle(int64_t buffer_size, std::optional<int64_t> seed,
+                         bool reshuffle_each_iteration) const {
+  return FromOp("Shuffle",
+                {{"buffer_size", buffer_size},
+                 {"seed", SeedAttr(seed)},
+                 {"reshuffle_each_iteration", reshuffle_each_iteration}},
+                {*this});
+}
+Dataset Dataset::Repeat(int64_t count) const { return FromOp("Repeat", {{"count", count}}, {*this}); }
+Dataset Dataset::Take(int64_t count) const { return FromOp("Take", {{"count", count}}, {*this}); }
+Dataset Dataset::Skip(int64_t count) const { return FromOp("Skip", {{"count", count}}, {*this}); }
+Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
+  return FromOp("Shard", {{"num_shards", num_shards}, {"index", index}}, {*this});
+}
+Dataset Dataset::Zip(std::vector<Dataset> datasets) {
+  return FromOp("Zip", {}, std::move(datasets));
+}
+Dataset Dataset::Concatenate(const Dataset& other) const {
+  return FromOp("Concatenate", {}, {*this, other});
+}
+Dataset Dataset::Enumerate(int64_t start) const {
+  return FromOp("Enumerate", {{"start", start}}, {*this});
+}
+Dataset Dataset::Cache(std::string filename) const {
+  return FromOp("Cache", {{"filename", std::move(filename)}}, {*this});
+}
+Dataset Dataset::Scan(Element initial_state, Function fn) const {
+  int64_t seed = SeedFor(fn);
+  return FromOp("Scan", {{"initial_state", initial_state.tensors()}, {"seed", seed}}, {*this},
+                {std::move(fn)});
+}
+Dataset Dataset::Window(int64_t size, int64_t shift, int64_t stride, bool drop_remainder) const {
+  return FromOp("Window",
+                {{"size", size},
+                 {"shift", shift < 0 ? size : shift},
+                 {"stride", stride},
+                 {"drop_remainder", drop_remainder}},
+                {*this});
+}
+Dataset Dataset::GroupByWindow(Function key_fn, Function reduce_fn, int64_t window_size) const {
+  int64_t seed = (key_fn.is_random() || reduce_fn.is_random()) ? SeedAttr(std::nullopt) : 0;
+  return FromOp("GroupByWindow", {{"window_size", window_size}, {"seed", seed}}, {*this},
+                {std::move(key_fn), std::move(reduce_fn)});
+}
+Dataset Dataset::BucketBySequenceLength(Function length_fn,
+                                        std::vector<int64_t> bucket_boundaries,
+                                        std::vector<int64_t> bucket_batch_sizes,
+                                        std::vector<PartialShape> padded_shapes,
+                                        std::vector<Tensor> padding_values,
+                                        bool pad_to_bucket_boundary,
+                                        bool drop_remainder) const {
+  return FromOp("BucketBySequenceLength",
+                {{"bucket_boundaries", std::move(bucket_boundaries)},
+                 {"bucket_batch_sizes", std::move(bucket_batch_sizes)},
+                 {"padded_shapes", std::move(padded_shapes)},
+                 {"padding_values", std::move(padding_values)},
+                 {"pad_to_bucket_boundary", pad_to_bucket_boundary},
+                 {"drop_remainder", drop_remainder}},
+                {*this}, {std::move(length_fn)});
+}
+Dataset Dataset::IgnoreErrors() const { return FromOp("IgnoreErrors", {}, {*this}); }
+
+Result<Element> Dataset::Reduce(Element initial_state, Function fn) const {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, MakeIterator());
+  Element state = std::move(initial_state);
+  uint64_t seed = fn.is_random() ? ResolveSeed(std::nullopt) : 0;
+  for (int64_t pos = 0;; ++pos) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+    if (!e) break;
+    Element args(state.tensors());
+    for (Tensor& t : e->tensors()) args.push_back(std::move(t));
+    FunctionContext ctx(seed, pos);
+    SLUICE_ASSIGN_OR_RETURN(Element next, fn(std::move(args), ctx));
+    if (next.size() != state.size()) {
+      return InvalidArgumentError("reduce: function '" + fn.name() + "' returned " +
+                                  std::to_string(next.size()) + " components for a state of " +
+                                  std::to_string(state.size()));
+    }
+    state = std::move(next);
+  }
+  return state;
+}
+
+Result<std::vector<Element>> Dataset::Collect() const {
+  if (Cardinality() == kInfiniteCardinality) {
+    return InvalidArgumentError("Collect() on an infinite dataset");
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, MakeIterator());
+  std::vector<Element> out;
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+    if (!e) break;
+    out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+// ---- Iterator ----
+
+namespace {
+constexpr std::string_view kRootPrefix = "Root";
+IteratorContext RootContext(int64_t instance) {
+  IteratorContext ctx;
+  ctx.seed_mix = Mix64(static_cast<uint64_t>(instance));
+  return ctx;
+}
+}  // namespace
+
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
+  if (!node_) return *error_;
+  int64_t instance = node_->NextInstance();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> root,
+                          node_->MakeIterator(RootContext(instance), std::string(kRootPrefix)));
+  return std::unique_ptr<Iterator>(new Iterator(node_, std::move(root), instance));
+}
+
+Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::unique_ptr<IteratorBase> root,
+                   int64_t instance)
+    : dataset_(std::move(dataset)), root_(std::move(root)), instance_(instance) {}
+
+Iterator::~Iterator() = default;
+
+Result<std::optional<Element>> Iterator::GetNext() { return root_->GetNext(); }
+
+Result<std::string> Iterator::Save() {
+  CheckpointWriter w;
+  w.WriteInt(kRootPrefix, "instance", instance_);
+  w.WriteString(kRootPrefix, "op", dataset_->op());
+  SLUICE_RETURN_IF_ERROR(root_->Save(&w));
+  return w.Serialize();
+}
+
+Status Iterator::Restore(std::string_view checkpoint) {
+  SLUICE_ASSIGN_OR_RETURN(CheckpointReader r, CheckpointReader::Parse(checkpoint));
+  SLUICE_ASSIGN_OR_RETURN(std::string op, r.ReadString(kRootPrefix, "op"));
+  if (op != dataset_->op()) {
+    return InvalidArgumentError("checkpoint is of a pipeline ending in '" + op +
+                                "', this one ends in '" + dataset_->op() + "'");
+  }
+  SLUICE_ASSIGN_OR_RETURN(int64_t instance, r.ReadInt(kRootPrefix, "instance"));
+  // Rebuild the tree with the saved instance so per-iteration seeds match.
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> root,
+                          dataset_->MakeIterator(RootContext(instance), std::string(kRootPrefix)));
+  SLUICE_RETURN_IF_ERROR(root->Restore(r));
+  root_ = std::move(root);
+  instance_ = instance;
+  return Status::OK();
+}
+
+const ElementSpec& Iterator::element_spec() const { return dataset_->element_spec(); }
+
+std::vector<IteratorStats> Iterator::Stats() const {
+  std::vector<IteratorStats> out;
+  root_->CollectStats(&out);
+  return out;
+}
+
+}  // namespace sluice

@@ -1,0 +1,87 @@
+// DatasetNode: one immutable node of the dataset graph (the IR every layer shares).
+//
+// A node is an op name, typed attributes, input nodes and functions, plus the derived facts
+// (element spec, cardinality). The fluent Dataset API, the (future) serializer and the
+// optimizer all build nodes through the Registry from exactly these four parts, so a node
+// can always be rebuilt from (op, attrs, inputs, functions).
+//
+// Subclasses live in an anonymous namespace in src/ops/**, one op per file, behind a
+// RegisterXxx(Registry*) function.
+//
+// Thread-safety: immutable after construction; MakeIterator may be called concurrently.
+#ifndef SLUICE_GRAPH_DATASET_NODE_H_
+#define SLUICE_GRAPH_DATASET_NODE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/dataset.h"
+
+namespace sluice {
+
+class IteratorBase;
+struct IteratorContext;
+
+using DatasetPtr = std::shared_ptr<const DatasetNode>;
+
+// What an op is built from.
+struct OpArgs {
+  AttrMap attrs;
+  std::vector<DatasetPtr> inputs;
+  std::vector<Function> functions;
+};
+
+class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
+ public:
+  DatasetNode(std::string op, OpArgs args, ElementSpec spec);
+  virtual ~DatasetNode();
+  DatasetNode(const DatasetNode&) = delete;
+  DatasetNode& operator=(const DatasetNode&) = delete;
+
+  const std::string& op() const { return op_; }
+  const AttrMap& attrs() const { return args_.attrs; }
+  const std::vector<DatasetPtr>& inputs() const { return args_.inputs; }
+  const DatasetPtr& input(size_t i) const { return args_.inputs[i]; }
+  const std::vector<Function>& functions() const { return args_.functions; }
+  const ElementSpec& element_spec() const { return spec_; }
+
+  // kInfiniteCardinality, kUnknownCardinality or a count.
+  virtual int64_t Cardinality() const = 0;
+
+  // True when a fresh iterator over this node yields the same elements again (files, ranges,
+  // deterministic transforms). Shuffle uses this to checkpoint positions instead of buffer
+  // contents. Default: every input is replayable and no function is random... random
+  // functions are keyed by position, so they replay too; only non-replayable sources
+  // (generators, remote streams) override this to return false.
+  virtual bool IsReplayable() const;
+
+  // Creates an iterator at `prefix` (its unique path in the iterator tree).
+  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx,
+                                                     const std::string& prefix) const;
+
+  DatasetPtr shared() const { return shared_from_this(); }
+
+  // Numbers the top-level iterators made from this node (0, 1, ...), so that each pass of
+  // a `for` loop over the same dataset reshuffles, as in tf.data.
+  int64_t NextInstance() const { return instances_.fetch_add(1, std::memory_order_relaxed); }
+
+ protected:
+  virtual Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const = 0;
+
+ private:
+  std::string op_;
+  OpArgs args_;
+  ElementSpec spec_;
+  mutable std::atomic<int64_t> instances_{0};
+};
+
+// Cardinality arithmetic helpers shared by ops.
+int64_t CardinalityTimes(int64_t c, int64_t count);  // repeat
+int64_t CardinalityPlus(int64_t a, int64_t b);       // concatenate
+
+}  // namespace sluice
+
+#endif  // SLUICE_GRAPH_DATASET_NODE_H_

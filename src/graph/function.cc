@@ -1,0 +1,134 @@
+#include "graph/registry.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+
+struct Function::Impl {
+  std::string name;
+  AttrMap attrs;
+  bool kernel = false;
+  Traits traits;
+  ElementFn fn;
+  PredicateFn pred;
+  DatasetFn dfn;
+  SpecFn spec;
+};
+
+Function Function::Map(std::string name, ElementFn fn, Traits traits, SpecFn spec) {
+  Function f;
+  auto impl = std::make_shared<Impl>();
+  impl->name = std::move(name);
+  impl->traits = traits;
+  impl->fn = std::move(fn);
+  impl->spec = std::move(spec);
+  f.impl_ = std::move(impl);
+  return f;
+}
+
+Function Function::Predicate(std::string name, PredicateFn fn, Traits traits) {
+  Function f;
+  auto impl = std::make_shared<Impl>();
+  impl->name = std::move(name);
+  impl->traits = traits;
+  impl->pred = std::move(fn);
+  f.impl_ = std::move(impl);
+  return f;
+}
+
+Function Function::DatasetFunction(std::string name, Function::DatasetFn fn, Traits traits) {
+  Function f;
+  auto impl = std::make_shared<Impl>();
+  impl->name = std::move(name);
+  impl->traits = traits;
+  impl->dfn = std::move(fn);
+  f.impl_ = std::move(impl);
+  return f;
+}
+
+Result<Function> Function::Kernel(std::string_view name, AttrMap attrs) {
+  return Registry::Global().CreateKernel(name, attrs);
+}
+
+Function Function::MakeKernel(std::string name, AttrMap attrs, ElementFn fn, Traits traits,
+                              SpecFn spec, PredicateFn pred, Function::DatasetFn dfn) {
+  Function f;
+  auto impl = std::make_shared<Impl>();
+  impl->name = std::move(name);
+  impl->attrs = std::move(attrs);
+  impl->kernel = true;
+  impl->traits = traits;
+  impl->fn = std::move(fn);
+  impl->spec = std::move(spec);
+  impl->pred = std::move(pred);
+  impl->dfn = std::move(dfn);
+  f.impl_ = std::move(impl);
+  return f;
+}
+
+Function::Kind Function::kind() const {
+  if (!impl_) return Kind::kInvalid;
+  if (impl_->fn) return Kind::kElement;
+  if (impl_->pred) return Kind::kPredicate;
+  if (impl_->dfn) return Kind::kDataset;
+  return Kind::kInvalid;
+}
+
+const std::string& Function::name() const {
+  static const std::string* const kNone = new std::string("<invalid function>");
+  return impl_ ? impl_->name : *kNone;
+}
+
+const AttrMap& Function::attrs() const {
+  static const AttrMap* const kEmpty = new AttrMap();
+  return impl_ ? impl_->attrs : *kEmpty;
+}
+
+bool Function::serializable() const { return impl_ && impl_->kernel; }
+
+const Function::Traits& Function::traits() const {
+  static const Traits kDefault;
+  return impl_ ? impl_->traits : kDefault;
+}
+
+Result<Element> Function::operator()(Element in, FunctionContext& ctx) const {
+  if (!impl_ || !impl_->fn) {
+    return InvalidArgumentError("function '" + name() + "' is not an element -> element function");
+  }
+  auto r = impl_->fn(std::move(in), ctx);
+  if (!r.ok()) return r.status().WithContext("in function '" + impl_->name + "'");
+  return r;
+}
+
+Result<bool> Function::Test(const Element& in, FunctionContext& ctx) const {
+  if (impl_ && impl_->pred) {
+    auto r = impl_->pred(in, ctx);
+    if (!r.ok()) return r.status().WithContext("in predicate '" + impl_->name + "'");
+    return r;
+  }
+  if (impl_ && impl_->fn) {
+    SLUICE_ASSIGN_OR_RETURN(Element out, (*this)(in, ctx));
+    if (out.size() != 1 || out[0].dtype() != DType::kBool || out[0].num_elements() != 1) {
+      return InvalidArgumentError("predicate '" + impl_->name +
+                                  "' must return one bool scalar, got " + out.DebugString(2));
+    }
+    return out[0].scalar<bool>();
+  }
+  return InvalidArgumentError("function '" + name() + "' is not a predicate");
+}
+
+Result<Dataset> Function::MakeDataset(Element in, FunctionContext& ctx) const {
+  if (!impl_ || !impl_->dfn) {
+    return InvalidArgumentError("function '" + name() + "' is not an element -> dataset function");
+  }
+  auto r = impl_->dfn(std::move(in), ctx);
+  if (!r.ok()) return r.status().WithContext("in function '" + impl_->name + "'");
+  if (!r->ok()) return r->status().WithContext("in function '" + impl_->name + "'");
+  return r;
+}
+
+std::optional<Result<ElementSpec>> Function::OutputSpec(const ElementSpec& in) const {
+  if (!impl_ || !impl_->spec) return std::nullopt;
+  return impl_->spec(in);
+}
+
+}  // namespace sluice

@@ -1,0 +1,47 @@
+// Registration functions of the builtin ops and kernels, one per op (or kernel family).
+// Each is defined next to its op in src/ops/**/<op>_dataset.cc and called from
+// RegisterBuiltins() in src/ops/builtins.cc.
+#ifndef SLUICE_OPS_OPS_H_
+#define SLUICE_OPS_OPS_H_
+
+#include "graph/registry.h"
+
+namespace sluice {
+
+// Sources (src/ops/sources/).
+void RegisterRangeDataset(Registry* r);
+void RegisterFromTensorsDataset(Registry* r);  // FromTensors and FromTensorSlices
+void RegisterListFilesDataset(Registry* r);
+void RegisterTextLineDataset(Registry* r);
+void RegisterTFRecordDataset(Registry* r);
+void RegisterFixedLengthRecordDataset(Registry* r);
+void RegisterIdxDataset(Registry* r);
+void RegisterImageFolderDataset(Registry* r);
+
+// Transformations (src/ops/transforms/).
+void RegisterMapDataset(Registry* r);
+void RegisterFilterDataset(Registry* r);
+void RegisterInterleaveDataset(Registry* r);  // Interleave and FlatMap
+void RegisterBatchDataset(Registry* r);
+void RegisterPaddedBatchDataset(Registry* r);
+void RegisterUnbatchDataset(Registry* r);
+void RegisterShuffleDataset(Registry* r);
+void RegisterRepeatDataset(Registry* r);
+void RegisterTakeSkipDataset(Registry* r);  // Take and Skip
+void RegisterShardDataset(Registry* r);
+void RegisterZipDataset(Registry* r);
+void RegisterConcatenateDataset(Registry* r);
+void RegisterEnumerateDataset(Registry* r);
+void RegisterCacheDataset(Registry* r);
+void RegisterScanDataset(Registry* r);
+void RegisterWindowDataset(Registry* r);
+void RegisterGroupByWindowDataset(Registry* r);  // GroupByWindow and BucketBySequenceLength
+void RegisterIgnoreErrorsDataset(Registry* r);
+
+// Kernels (functions usable by map/filter/...).
+void RegisterBasicKernels(Registry* r);    // identity, cast, select, read_file, ...
+void RegisterExampleKernels(Registry* r);  // parse_example, parse_sequence_example
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_OPS_H_

@@ -1,0 +1,115 @@
+// FromTensors (one element) and FromTensorSlices (rows along dimension 0).
+#include "graph/attr.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+class FromTensorsDataset : public DatasetNode {
+ public:
+  FromTensorsDataset(std::string op, OpArgs args, ElementSpec spec, std::vector<Tensor> comps,
+                     Names names, bool slices)
+      : DatasetNode(std::move(op), std::move(args), std::move(spec)),
+        comps_(std::move(comps)), names_(std::move(names)), slices_(slices) {}
+
+  int64_t Cardinality() const override { return num_rows(); }
+  int64_t num_rows() const {
+    if (!slices_) return 1;
+    return comps_.empty() ? 0 : comps_[0].dim(0);
+  }
+  Element Row(int64_t i) const {
+    std::vector<Tensor> t;
+    t.reserve(comps_.size());
+    for (const Tensor& c : comps_) t.push_back(slices_ ? c.SubTensor(i) : c);
+    return Element(std::move(t), names_);
+  }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  std::vector<Tensor> comps_;
+  Names names_;
+  bool slices_;
+};
+
+class FromTensorsIterator : public IteratorBase {
+ public:
+  FromTensorsIterator(const FromTensorsDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    if (next_ >= ds_->num_rows()) return std::nullopt;
+    return ds_->Row(next_++);
+  }
+  Result<int64_t> SkipInternal(int64_t n) override {
+    int64_t k = std::min(n, ds_->num_rows() - next_);
+    next_ += k;
+    return k;
+  }
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "next", next_);
+    return Status::OK();
+  }
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
+    return Status::OK();
+  }
+
+ private:
+  const FromTensorsDataset* ds_;
+  int64_t next_ = 0;
+};
+
+Result<std::unique_ptr<IteratorBase>> FromTensorsDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new FromTensorsIterator(this, prefix));
+}
+
+Result<DatasetPtr> Make(std::string op, OpArgs args, bool slices) {
+  SLUICE_ASSIGN_OR_RETURN(auto comps, GetAttr<std::vector<Tensor>>(args.attrs, op, "components"));
+  SLUICE_ASSIGN_OR_RETURN(auto names, GetAttrOr<std::vector<std::string>>(args.attrs, op, "names", {}));
+  if (comps.empty()) return InvalidArgumentError(op + ": needs at least one component");
+  if (!names.empty() && names.size() != comps.size()) {
+    return InvalidArgumentError(op + ": " + std::to_string(names.size()) + " names for " +
+                                std::to_string(comps.size()) + " components");
+  }
+  ElementSpec spec;
+  for (size_t i = 0; i < comps.size(); ++i) {
+    const Tensor& c = comps[i];
+    if (!c.valid()) return InvalidArgumentError(op + ": component " + std::to_string(i) + " is invalid");
+    if (slices) {
+      if (c.rank() == 0) {
+        return InvalidArgumentError(op + ": component " + std::to_string(i) +
+                                    " is a scalar; slicing needs rank >= 1");
+      }
+      if (c.dim(0) != comps[0].dim(0)) {
+        return InvalidArgumentError(op + ": components have different sizes in dimension 0 (" +
+                                    std::to_string(comps[0].dim(0)) + " and " +
+                                    std::to_string(c.dim(0)) + ")");
+      }
+      spec.components.push_back({c.dtype(), PartialShape(c.shape()).WithoutLeadingDim()});
+    } else {
+      spec.components.push_back({c.dtype(), PartialShape(c.shape())});
+    }
+  }
+  Names n = names.empty() ? nullptr : MakeNames(names);
+  spec.names = n;
+  return DatasetPtr(std::make_shared<FromTensorsDataset>(op, std::move(args), std::move(spec),
+                                                         std::move(comps), std::move(n), slices));
+}
+
+}  // namespace
+
+void RegisterFromTensorsDataset(Registry* r) {
+  r->RegisterOp("FromTensors", [](OpArgs a) { return Make("FromTensors", std::move(a), false); })
+      .IgnoreError();
+  r->RegisterOp("FromTensorSlices",
+                [](OpArgs a) { return Make("FromTensorSlices", std::move(a), true); })
+      .IgnoreError();
+}
+
+}  // namespace sluice

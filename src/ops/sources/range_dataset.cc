@@ -1,0 +1,85 @@
+#include "graph/attr.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+class RangeDataset : public DatasetNode {
+ public:
+  RangeDataset(OpArgs args, int64_t start, int64_t stop, int64_t step)
+      : DatasetNode("Range", std::move(args), ElementSpec{{{DType::kInt64, PartialShape{}}}}),
+        start_(start), stop_(stop), step_(step) {}
+
+  int64_t Cardinality() const override {
+    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
+    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+  }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  friend class RangeIterator;
+  const int64_t start_, stop_, step_;
+};
+
+class RangeIterator : public IteratorBase {
+ public:
+  RangeIterator(const RangeDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds), next_(ds->start_) {}
+
+ protected:
+  bool Done() const { return ds_->step_ > 0 ? next_ >= ds_->stop_ : next_ <= ds_->stop_; }
+
+  Result<std::optional<Element>> GetNextInternal() override {
+    if (Done()) return std::nullopt;
+    Element e{Tensor::Scalar<int64_t>(next_)};
+    next_ += ds_->step_;
+    return e;
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    if (Done()) return int64_t{0};
+    int64_t remaining = ds_->step_ > 0 ? (ds_->stop_ - next_ + ds_->step_ - 1) / ds_->step_
+                                       : (next_ - ds_->stop_ - ds_->step_ - 1) / -ds_->step_;
+    int64_t k = std::min(n, remaining);
+    next_ += k * ds_->step_;
+    return k;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "next", next_);
+    return Status::OK();
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
+    return Status::OK();
+  }
+
+ private:
+  const RangeDataset* ds_;
+  int64_t next_;
+};
+
+Result<std::unique_ptr<IteratorBase>> RangeDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new RangeIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterRangeDataset(Registry* r) {
+  r->RegisterOp("Range", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_ASSIGN_OR_RETURN(int64_t start, GetAttrOr<int64_t>(args.attrs, "Range", "start", 0));
+     SLUICE_ASSIGN_OR_RETURN(int64_t stop, GetAttr<int64_t>(args.attrs, "Range", "stop"));
+     SLUICE_ASSIGN_OR_RETURN(int64_t step, GetAttrOr<int64_t>(args.attrs, "Range", "step", 1));
+     if (step == 0) return InvalidArgumentError("Range: step must not be 0");
+     if (!args.inputs.empty()) return InvalidArgumentError("Range: takes no inputs");
+     return DatasetPtr(std::make_shared<RangeDataset>(std::move(args), start, stop, step));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

@@ -1,0 +1,114 @@
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+class BatchDataset : public DatasetNode {
+ public:
+  BatchDataset(OpArgs args, ElementSpec spec, int64_t batch_size, bool drop_remainder)
+      : DatasetNode("Batch", std::move(args), std::move(spec)),
+        batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+
+  int64_t Cardinality() const override {
+    int64_t c = input(0)->Cardinality();
+    if (c < 0) return c;
+    return drop_remainder_ ? c / batch_size_ : (c + batch_size_ - 1) / batch_size_;
+  }
+  int64_t batch_size() const { return batch_size_; }
+  bool drop_remainder() const { return drop_remainder_; }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  int64_t batch_size_;
+  bool drop_remainder_;
+};
+
+// Stacks `rows` (all with the same structure) into one element.
+Result<Element> StackRows(std::vector<Element>& rows) {
+  const size_t k = rows[0].size();
+  std::vector<Tensor> out;
+  out.reserve(k);
+  std::vector<Tensor> column(rows.size());
+  for (size_t c = 0; c < k; ++c) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].size() != k) {
+        return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +
+                                    std::to_string(rows[i].size()) + " components");
+      }
+      column[i] = std::move(rows[i][c]);
+    }
+    auto stacked = Stack(column);
+    if (!stacked.ok()) return stacked.status().WithContext("component " + std::to_string(c));
+    out.push_back(std::move(stacked).value());
+  }
+  return Element(std::move(out), rows[0].names());
+}
+
+class BatchIterator : public IteratorBase {
+ public:
+  BatchIterator(const BatchDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    rows_.clear();
+    rows_.reserve(ds_->batch_size());
+    while (static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      if (!e) break;
+      rows_.push_back(std::move(*e));
+    }
+    if (rows_.empty()) return std::nullopt;
+    if (ds_->drop_remainder() && static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {
+      return std::nullopt;
+    }
+    SLUICE_ASSIGN_OR_RETURN(Element out, StackRows(rows_));
+    return out;
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(n * ds_->batch_size()));
+    int64_t full = k / ds_->batch_size();
+    bool partial = k % ds_->batch_size() != 0;
+    return full + (partial && !ds_->drop_remainder() ? 1 : 0);
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override { return input_->Save(w); }
+  Status RestoreInternal(const CheckpointReader& r) override { return input_->Restore(r); }
+
+ private:
+  const BatchDataset* ds_;
+  std::unique_ptr<IteratorBase> input_;
+  std::vector<Element> rows_;  // reused between calls to avoid reallocating
+};
+
+Result<std::unique_ptr<IteratorBase>> BatchDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new BatchIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterBatchDataset(Registry* r) {
+  r->RegisterOp("Batch", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Batch", args, 1, 0));
+     SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, "Batch", "batch_size"));
+     SLUICE_ASSIGN_OR_RETURN(bool drop, GetAttrOr<bool>(args.attrs, "Batch", "drop_remainder", false));
+     if (bs <= 0) return InvalidArgumentError("Batch: batch_size must be > 0, got " + std::to_string(bs));
+     ElementSpec spec = BatchedSpec(args.inputs[0]->element_spec(), drop ? bs : -1);
+     return DatasetPtr(std::make_shared<BatchDataset>(std::move(args), std::move(spec), bs, drop));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

@@ -1,0 +1,90 @@
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+class MapDataset : public DatasetNode {
+ public:
+  MapDataset(OpArgs args, ElementSpec spec, uint64_t seed)
+      : DatasetNode("Map", std::move(args), std::move(spec)), seed_(seed) {}
+
+  int64_t Cardinality() const override { return input(0)->Cardinality(); }
+  const Function& fn() const { return functions()[0]; }
+  uint64_t seed() const { return seed_; }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  uint64_t seed_;
+};
+
+class MapIterator : public IteratorBase {
+ public:
+  MapIterator(const MapDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
+    if (!in) return std::nullopt;
+    FunctionContext fctx(ds_->seed(), position_++);
+    SLUICE_ASSIGN_OR_RETURN(Element out, ds_->fn()(std::move(*in), fctx));
+    return out;
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    if (!ds_->fn().traits().skippable) return IteratorBase::SkipInternal(n);
+    SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(n));
+    position_ += k;
+    return k;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "position", position_);
+    return input_->Save(w);
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(position_, r.ReadInt(prefix(), "position"));
+    return input_->Restore(r);
+  }
+
+ private:
+  const MapDataset* ds_;
+  std::unique_ptr<IteratorBase> input_;
+  int64_t position_ = 0;
+};
+
+Result<std::unique_ptr<IteratorBase>> MapDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new MapIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterMapDataset(Registry* r) {
+  r->RegisterOp("Map", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Map", args, 1, 1));
+     SLUICE_RETURN_IF_ERROR(CheckFunctionKind("Map", args.functions[0], Function::Kind::kElement));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, "Map", "seed", 0));
+     ElementSpec spec = ElementSpec::Unknown();
+     if (auto s = args.functions[0].OutputSpec(args.inputs[0]->element_spec())) {
+       if (!s->ok()) return s->status().WithContext("Map");
+       spec = **s;
+     }
+     return DatasetPtr(std::make_shared<MapDataset>(std::move(args), std::move(spec),
+                                                    static_cast<uint64_t>(seed)));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

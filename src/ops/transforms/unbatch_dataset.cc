@@ -1,0 +1,120 @@
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+class UnbatchDataset : public DatasetNode {
+ public:
+  UnbatchDataset(OpArgs args, ElementSpec spec)
+      : DatasetNode("Unbatch", std::move(args), std::move(spec)) {}
+
+  int64_t Cardinality() const override {
+    int64_t c = input(0)->Cardinality();
+    if (c == 0) return 0;
+    if (c == kInfiniteCardinality) return c;
+    // Known only when every batch has a known fixed size.
+    const ElementSpec& in = input(0)->element_spec();
+    if (c < 0 || in.unknown || in.components.empty()) return kUnknownCardinality;
+    const PartialShape& s = in.components[0].shape;
+    if (!s.rank_known() || s.rank() == 0 || s.dim(0) < 0) return kUnknownCardinality;
+    return c * s.dim(0);
+  }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+};
+
+class UnbatchIterator : public IteratorBase {
+ public:
+  UnbatchIterator(const UnbatchDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    while (!current_ || index_ >= rows_) {
+      current_.reset();
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      if (!e) return std::nullopt;
+      SLUICE_RETURN_IF_ERROR(SetCurrent(std::move(*e)));
+    }
+    std::vector<Tensor> row;
+    row.reserve(current_->size());
+    for (const Tensor& t : current_->tensors()) row.push_back(t.SubTensor(index_));
+    ++index_;
+    return Element(std::move(row), current_->names());
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    // The rest of the current batch is saved (rows are views, so this is its size at most).
+    bool has = current_ && index_ < rows_;
+    w->WriteInt(prefix(), "has_current", has ? 1 : 0);
+    if (has) {
+      std::vector<Tensor> rest;
+      for (const Tensor& t : current_->tensors()) rest.push_back(t.Slice(index_, rows_));
+      w->WriteElement(prefix(), "rest", Element(std::move(rest), current_->names()));
+    }
+    return input_->Save(w);
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t has, r.ReadInt(prefix(), "has_current"));
+    current_.reset();
+    if (has) {
+      SLUICE_ASSIGN_OR_RETURN(Element rest, r.ReadElement(prefix(), "rest"));
+      SLUICE_RETURN_IF_ERROR(SetCurrent(std::move(rest)));
+    }
+    return input_->Restore(r);
+  }
+
+ private:
+  Status SetCurrent(Element e) {
+    if (e.empty()) return InvalidArgumentError("cannot unbatch an element with no components");
+    int64_t n = -1;
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (e[i].rank() == 0) {
+        return InvalidArgumentError("cannot unbatch: component " + std::to_string(i) +
+                                    " is a scalar");
+      }
+      if (n >= 0 && e[i].dim(0) != n) {
+        return InvalidArgumentError("cannot unbatch: components have different batch sizes (" +
+                                    std::to_string(n) + " and " + std::to_string(e[i].dim(0)) + ")");
+      }
+      n = e[i].dim(0);
+    }
+    current_ = std::move(e);
+    rows_ = n;
+    index_ = 0;
+    return Status::OK();
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  std::optional<Element> current_;
+  int64_t rows_ = 0;
+  int64_t index_ = 0;
+};
+
+Result<std::unique_ptr<IteratorBase>> UnbatchDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new UnbatchIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterUnbatchDataset(Registry* r) {
+  r->RegisterOp("Unbatch", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Unbatch", args, 1, 0));
+     ElementSpec spec = UnbatchedSpec(args.inputs[0]->element_spec());
+     return DatasetPtr(std::make_shared<UnbatchDataset>(std::move(args), std::move(spec)));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

@@ -1,0 +1,118 @@
+// IteratorBase: the internal base class of every op's iterator.
+//
+// The public GetNext/Skip/Save/Restore are non-virtual wrappers (tf.data dataset.h): they
+// record stats and add context to errors; subclasses implement the *Internal methods.
+//
+// The iterator tree. An iterator creates the iterators of its inputs with MakeChild(), which
+// names the child (its prefix, e.g. "Root/Batch[0]/Map[0]") and links it into the tree for
+// Stats(). Children unlink themselves when destroyed, so dynamically created inner iterators
+// (flat_map, interleave) come and go freely.
+//
+// Checkpoints. Save writes the iterator's position under its prefix and then its children's;
+// Restore is called on a freshly made iterator of the same dataset and context (children of
+// static inputs already exist; dynamic ones are re-created by the parent's RestoreInternal).
+// Prefer positions over buffer contents so checkpoints stay small.
+//
+// Thread-safety: GetNext/Skip/Save/Restore are called by one thread at a time. The child
+// list is guarded by a mutex so CollectStats may run from another thread.
+#ifndef SLUICE_RUNTIME_ITERATOR_BASE_H_
+#define SLUICE_RUNTIME_ITERATOR_BASE_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/dataset_node.h"
+#include "runtime/checkpoint.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+
+// Context shared by an iterator tree.
+struct IteratorContext {
+  // Varies per top-level iterator instance, per repeat epoch and per parent element of
+  // flat_map/interleave: ops whose randomness should change between iterations (shuffle
+  // with reshuffle_each_iteration) mix it into their seed.
+  uint64_t seed_mix = 0;
+
+  IteratorContext Mixed(uint64_t v) const {
+    IteratorContext c = *this;
+    c.seed_mix = HashCombine(seed_mix, v);
+    return c;
+  }
+};
+
+// Always-on counters of one iterator (the full stats plane grows in the runtime issue).
+struct NodeStats {
+  std::atomic<int64_t> elements_produced{0};
+  std::atomic<int64_t> elements_skipped{0};
+};
+
+class IteratorBase {
+ public:
+  IteratorBase(DatasetPtr node, std::string prefix);
+  virtual ~IteratorBase();
+  IteratorBase(const IteratorBase&) = delete;
+  IteratorBase& operator=(const IteratorBase&) = delete;
+
+  // Called once by DatasetNode::MakeIterator after construction: create input iterators.
+  virtual Status Initialize(const IteratorContext& ctx) { return Status::OK(); }
+
+  Result<std::optional<Element>> GetNext() {
+    auto r = GetNextInternal();
+    if (r.ok()) {
+      if (r->has_value()) stats_.elements_produced.fetch_add(1, std::memory_order_relaxed);
+      return r;
+    }
+    return AddContext(r.status());
+  }
+  // Skips up to n elements; returns how many were skipped (< n only at the end).
+  Result<int64_t> Skip(int64_t n);
+  Status Save(CheckpointWriter* w) const;
+  Status Restore(const CheckpointReader& r);
+
+  const std::string& prefix() const { return prefix_; }
+  const DatasetNode& node() const { return *node_; }
+  const DatasetPtr& node_ptr() const { return node_; }
+  NodeStats& stats() { return stats_; }
+  const NodeStats& stats() const { return stats_; }
+  // This iterator's stats and its live descendants', pre-order.
+  void CollectStats(std::vector<IteratorStats>* out) const;
+
+ protected:
+  virtual Result<std::optional<Element>> GetNextInternal() = 0;
+  virtual Status SaveInternal(CheckpointWriter* w) const = 0;
+  virtual Status RestoreInternal(const CheckpointReader& r) = 0;
+  // Default: calls GetNextInternal n times. Override when skipping is cheaper (ranges,
+  // slices, maps of skippable functions, batches).
+  virtual Result<int64_t> SkipInternal(int64_t n);
+
+  // Creates a child iterator over `node` named prefix_/op[label].
+  Result<std::unique_ptr<IteratorBase>> MakeChild(const DatasetPtr& node,
+                                                  const IteratorContext& ctx,
+                                                  const std::string& label) const;
+  // Shorthand for the i-th input of this node, labelled by i.
+  Result<std::unique_ptr<IteratorBase>> MakeInput(const IteratorContext& ctx,
+                                                  size_t i = 0) const;
+  // Prefixes `s` with this iterator's op and prefix unless it already names it.
+  Status AddContext(const Status& s) const;
+
+ private:
+  friend class DatasetNode;
+  void Link(IteratorBase* child) const;
+  void Unlink(IteratorBase* child) const;
+
+  DatasetPtr node_;
+  std::string prefix_;
+  NodeStats stats_;
+  mutable std::mutex children_mu_;
+  mutable std::vector<IteratorBase*> children_;  // GUARDED_BY(children_mu_)
+  mutable IteratorBase* parent_ = nullptr;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_RUNTIME_ITERATOR_BASE_H_

@@ -1,0 +1,117 @@
+// Conformance of Range, FromTensors, FromTensorSlices, Map, Batch, Unbatch.
+#include <gtest/gtest.h>
+
+#include "testing/conformance.h"
+
+namespace sluice {
+namespace {
+
+using testing::CheckDataset;
+using testing::CheckTransform;
+using testing::Ints;
+using testing::IntsOf;
+
+Function AddOne() {
+  return Function::Map("add_one", [](Element e, FunctionContext&) -> Result<Element> {
+    return Element{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() + 1)};
+  });
+}
+
+TEST(RangeTest, Conformance) {
+  CheckDataset(Dataset::Range(5), Ints({0, 1, 2, 3, 4}));
+  CheckDataset(Dataset::Range(2, 11, 3), Ints({2, 5, 8}));
+  CheckDataset(Dataset::Range(5, 0, -2), Ints({5, 3, 1}));
+  CheckDataset(Dataset::Range(0), {});
+  EXPECT_EQ(Dataset::Range(2, 11, 3).Cardinality(), 3);
+  EXPECT_EQ(Dataset::Range(5, 0, -2).Cardinality(), 3);
+  EXPECT_FALSE(Dataset::Range(0, 10, 0).ok());
+  EXPECT_NE(Dataset::Range(0, 10, 0).status().message().find("step"), std::string::npos);
+}
+
+TEST(FromTensorsTest, Conformance) {
+  Element e({Tensor::FromVector<int32_t>({1, 2, 3}), Tensor::Scalar("x")}, MakeNames({"a", "b"}));
+  CheckDataset(Dataset::FromTensors(e), {e});
+  Dataset slices = Dataset::FromTensorSlices(
+      Element({Tensor::FromVector<int64_t>({1, 2, 3}), Tensor::FromStrings({"a", "b", "c"})}));
+  CheckDataset(slices, {Element{Tensor::Scalar<int64_t>(1), Tensor::Scalar("a")},
+                        Element{Tensor::Scalar<int64_t>(2), Tensor::Scalar("b")},
+                        Element{Tensor::Scalar<int64_t>(3), Tensor::Scalar("c")}});
+  EXPECT_EQ(slices.Cardinality(), 3);
+  EXPECT_EQ(slices.element_spec().ToString(), "(int64[], string[])");
+  EXPECT_FALSE(Dataset::FromTensorSlices(Element{Tensor::Scalar<int64_t>(1)}).ok());
+  EXPECT_FALSE(Dataset::FromTensorSlices(Element{Tensor::FromVector<int64_t>({1, 2}),
+                                                 Tensor::FromVector<int64_t>({1})}).ok());
+}
+
+TEST(MapTest, Conformance) {
+  CheckDataset(Dataset::Range(5).Map(AddOne()), Ints({1, 2, 3, 4, 5}));
+  CheckTransform([](Dataset in) { return in.Map(AddOne()); });
+}
+
+TEST(MapTest, RandomFunctionsAreKeyedByPosition) {
+  Function noisy = Function::Map(
+      "noisy",
+      [](Element e, FunctionContext& ctx) -> Result<Element> {
+        return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(ctx.rng().UniformInt(1000000)))};
+      },
+      {.is_random = true});
+  Dataset ds = Dataset::Range(50).Map(noisy);
+  auto a = testing::CollectOrDie(ds);
+  auto b = testing::CollectOrDie(ds);
+  EXPECT_EQ(IntsOf(a), IntsOf(b));  // same dataset, same seed: same draws
+  // Saving mid-way and restoring reproduces the draws (conformance does the rest).
+  testing::CheckDataset(ds, a, {.save_restore_stride = 7});
+  Dataset other = Dataset::Range(50).Map(noisy);  // a new op gets a new seed
+  EXPECT_NE(IntsOf(a), IntsOf(testing::CollectOrDie(other)));
+}
+
+TEST(MapTest, ErrorsNameTheOperator) {
+  auto it = testing::FailingAt(5, 2).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*it)->GetNext().ok());
+  auto e = (*it)->GetNext();
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("Root"), std::string::npos) << e.status();
+  EXPECT_NE(e.status().message().find("fail_at"), std::string::npos) << e.status();
+  // The iterator goes on after a per-element error.
+  auto next = (*it)->GetNext();
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(testing::IntOf(**next), 3);
+}
+
+TEST(BatchTest, Conformance) {
+  auto batch = [](std::vector<int64_t> v) {
+    return Element{Tensor::FromVector<int64_t>(v)};
+  };
+  CheckDataset(Dataset::Range(7).Batch(3), {batch({0, 1, 2}), batch({3, 4, 5}), batch({6})});
+  CheckDataset(Dataset::Range(7).Batch(3, true), {batch({0, 1, 2}), batch({3, 4, 5})});
+  EXPECT_EQ(Dataset::Range(7).Batch(3).Cardinality(), 3);
+  EXPECT_EQ(Dataset::Range(7).Batch(3, true).Cardinality(), 2);
+  EXPECT_EQ(Dataset::Range(7).Batch(3, true).element_spec().ToString(), "(int64[3])");
+  EXPECT_EQ(Dataset::Range(7).Batch(3).element_spec().ToString(), "(int64[?])");
+  CheckTransform([](Dataset in) { return in.Batch(2); });
+  EXPECT_FALSE(Dataset::Range(3).Batch(0).ok());
+}
+
+TEST(BatchTest, MismatchedShapesFailClearly) {
+  Dataset ds = Dataset::Range(1, 4).Map(Function::Map(
+      "ragged", [](Element e, FunctionContext&) -> Result<Element> {
+        return Element{Tensor::Zeros(DType::kFloat32, Shape{e[0].scalar<int64_t>()})};
+      }));
+  auto r = ds.Batch(3).Collect();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("different shapes"), std::string::npos) << r.status();
+}
+
+TEST(UnbatchTest, Conformance) {
+  CheckDataset(Dataset::Range(7).Batch(3).Unbatch(), Ints({0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Dataset::Range(6).Batch(3, true).Unbatch().Cardinality(), 6);
+  EXPECT_EQ(Dataset::Range(7).Batch(3).Unbatch().Cardinality(), kUnknownCardinality);
+  CheckTransform([](Dataset in) { return in.Batch(2).Unbatch(); });
+  // Unbatching a scalar is an error, not a crash.
+  auto r = Dataset::Range(3).Unbatch().Collect();
+  EXPECT_FALSE(r.ok());
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,221 @@
+// Core types: Status/Result, Tensor, Element, RNG, coding, checkpoints.
+#include <gtest/gtest.h>
+
+#include "core/coding.h"
+#include "core/crc32c.h"
+#include "runtime/checkpoint.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+namespace {
+
+Result<int> Half(int x) {
+  if (x % 2) return InvalidArgumentError("odd");
+  return x / 2;
+}
+Result<int> Quarter(int x) {
+  SLUICE_ASSIGN_OR_RETURN(int h, Half(x));
+  SLUICE_ASSIGN_OR_RETURN(int q, Half(h));
+  return q;
+}
+
+TEST(StatusTest, PropagatesAndCarriesContext) {
+  EXPECT_TRUE(Status::OK().ok());
+  EXPECT_EQ(*Quarter(8), 2);
+  Result<int> r = Quarter(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  Status s = DataLossError("bad crc").WithContext("file a.tfrecord");
+  EXPECT_EQ(s.ToString(), "DataLoss: file a.tfrecord: bad crc");
+  Status copy = s;
+  EXPECT_EQ(copy, s);
+}
+
+TEST(TensorTest, AlignedRefcountedZeroCopySlices) {
+  Tensor t(DType::kFloat32, Shape{4, 3});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
+  for (int i = 0; i < 12; ++i) t.mutable_data<float>()[i] = static_cast<float>(i);
+  Tensor rows = t.Slice(1, 3);
+  EXPECT_EQ(rows.shape(), (Shape{2, 3}));
+  EXPECT_EQ(rows.data<float>()[0], 3.0f);
+  EXPECT_EQ(rows.buffer().get(), t.buffer().get());  // shared, not copied
+  EXPECT_EQ(t.buffer()->use_count(), 2);
+  Tensor row = t.SubTensor(3);
+  EXPECT_EQ(row.shape(), (Shape{3}));
+  EXPECT_EQ(row.data<float>()[2], 11.0f);
+  Tensor c = t.Clone();
+  EXPECT_NE(c.buffer().get(), t.buffer().get());
+  EXPECT_TRUE(c.ContentEquals(t));
+  c.mutable_data<float>()[0] = 42;
+  EXPECT_FALSE(c.ContentEquals(t));
+}
+
+TEST(TensorTest, AllDTypes) {
+  for (DType d : {DType::kBool, DType::kUInt8, DType::kInt8, DType::kInt16, DType::kInt32,
+                  DType::kInt64, DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                  DType::kFloat64, DType::kString}) {
+    Tensor t = Tensor::Zeros(d, Shape{2, 2});
+    EXPECT_EQ(t.dtype(), d);
+    EXPECT_EQ(t.num_elements(), 4);
+    auto back = DTypeFromName(DTypeName(d));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, d);
+  }
+  EXPECT_FALSE(DTypeFromName("complex64").ok());
+}
+
+TEST(TensorTest, HalfAndBFloat16RoundTrip) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.333251953125f}) {
+    EXPECT_EQ(Half::FromFloat(f).ToFloat(), f) << f;
+  }
+  EXPECT_EQ(Half::FromFloat(1e6f).ToFloat(), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Half::FromFloat(1.0f).bits, 0x3c00);
+  EXPECT_EQ(BFloat16::FromFloat(1.0f).bits, 0x3f80);
+  EXPECT_EQ(BFloat16::FromFloat(3.140625f).ToFloat(), 3.140625f);
+}
+
+TEST(TensorTest, StringTensorsAndLargeRanks) {
+  Tensor s = Tensor::FromStrings({"a", "bb", "ccc"});
+  EXPECT_EQ(s.nbytes(), 6u);
+  EXPECT_EQ(s.SubTensor(1).scalar<std::string>(), "bb");
+  Tensor big = Tensor::Zeros(DType::kUInt8, Shape{1, 2, 1, 2, 1, 2});  // heap-stored shape
+  EXPECT_EQ(big.rank(), 6);
+  EXPECT_EQ(big.num_elements(), 8);
+  EXPECT_FALSE(Tensor::Allocate(DType::kFloat32, Shape{1 << 30, 1 << 30}).ok());
+}
+
+TEST(TensorTest, WrapsForeignMemory) {
+  static int released = 0;
+  std::vector<int32_t> data = {1, 2, 3};
+  {
+    Tensor t(DType::kInt32, Shape{3},
+             Buffer::Wrap(data.data(), 12, [] { ++released; }));
+    EXPECT_EQ(t.data<int32_t>()[2], 3);
+  }
+  EXPECT_EQ(released, 1);
+}
+
+TEST(TensorTest, StackChecksShapes) {
+  std::vector<Tensor> ts = {Tensor::FromVector<int32_t>({1, 2}), Tensor::FromVector<int32_t>({3, 4})};
+  auto s = Stack(ts);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->shape(), (Shape{2, 2}));
+  EXPECT_EQ(s->data<int32_t>()[3], 4);
+  ts.push_back(Tensor::FromVector<int32_t>({5}));
+  EXPECT_FALSE(Stack(ts).ok());
+}
+
+TEST(ElementSpecTest, ChecksStructure) {
+  ElementSpec spec{{{DType::kUInt8, PartialShape{-1, -1, 3}}, {DType::kInt64, PartialShape{}}},
+                   MakeNames({"image", "label"})};
+  Element ok{Tensor::Zeros(DType::kUInt8, Shape{4, 5, 3}), Tensor::Scalar<int64_t>(1)};
+  EXPECT_TRUE(spec.Check(ok).ok());
+  Element bad{Tensor::Zeros(DType::kUInt8, Shape{4, 5, 1}), Tensor::Scalar<int64_t>(1)};
+  EXPECT_FALSE(spec.Check(bad).ok());
+  EXPECT_EQ(spec.ToString(), "(image: uint8[?, ?, 3], label: int64[])");
+  EXPECT_EQ(*spec.IndexOf("label"), 1u);
+}
+
+TEST(RngTest, CounterBasedAndReproducible) {
+  // Philox4x32-10 known-answer test (Random123 kat_vectors: zero counter and key).
+  auto b = Philox4x32({0, 0, 0, 0}, {0, 0});
+  EXPECT_EQ(b[0], 0x6627e8d5u);
+  EXPECT_EQ(b[1], 0xe169c58du);
+  EXPECT_EQ(b[2], 0xbc57ac4cu);
+  EXPECT_EQ(b[3], 0x9b00dbd8u);
+  b = Philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu});
+  EXPECT_EQ(b, (std::array<uint32_t, 4>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  b = Philox4x32({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u});
+  EXPECT_EQ(b, (std::array<uint32_t, 4>{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+  Rng a(42, 7), c(42, 7), d(42, 8);
+  uint64_t x = a.Next64();
+  EXPECT_EQ(x, c.Next64());
+  EXPECT_NE(x, d.Next64());
+  // State round trip mid-block.
+  a.Next32();
+  Rng restored = Rng::FromState(a.state());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(a.Next32(), restored.Next32());
+  // Uniform ints are in range and cover it.
+  std::vector<int> hist(10);
+  for (int i = 0; i < 10000; ++i) hist[a.UniformInt(10)]++;
+  for (int h : hist) EXPECT_GT(h, 800);
+}
+
+TEST(SeedTest, GlobalAndOpSeeds) {
+  SetGlobalSeed(1);
+  uint64_t a = ResolveSeed(5), b = ResolveSeed(std::nullopt), c = ResolveSeed(std::nullopt);
+  SetGlobalSeed(1);
+  EXPECT_EQ(a, ResolveSeed(5));
+  EXPECT_EQ(b, ResolveSeed(std::nullopt));
+  EXPECT_EQ(c, ResolveSeed(std::nullopt));
+  EXPECT_NE(b, c);
+  SetGlobalSeed(2);
+  EXPECT_NE(a, ResolveSeed(5));
+  SetGlobalSeed(std::nullopt);
+}
+
+TEST(Crc32cTest, KnownValues) {
+  // RFC 3720 B.4 test vectors.
+  std::string zeros(32, '\0');
+  EXPECT_EQ(crc32c::Value(zeros.data(), 32), 0x8a9136aau);
+  std::string ones(32, '\xff');
+  EXPECT_EQ(crc32c::Value(ones.data(), 32), 0x62a8ab43u);
+  std::string inc(32, 0);
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<char>(i);
+  EXPECT_EQ(crc32c::Value(inc.data(), 32), 0x46dd794eu);
+  EXPECT_EQ(crc32c::Value("123456789", 9), 0xe3069283u);
+  EXPECT_EQ(crc32c::Unmask(crc32c::Mask(0x12345678u)), 0x12345678u);
+  EXPECT_EQ(crc32c::Extend(crc32c::Value("1234", 4), "56789", 5), 0xe3069283u);
+}
+
+TEST(CodingTest, ElementRoundTripAndCorruption) {
+  Element e({Tensor::FromVector<float>({1.5f, 2.5f}), Tensor::FromStrings({"x", "yz"}),
+             Tensor::Scalar<int64_t>(-7)},
+            MakeNames({"f", "s", "i"}));
+  std::string buf;
+  EncodeElement(e, &buf);
+  std::string_view in = buf;
+  auto d = DecodeElement(&in);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->ContentEquals(e));
+  EXPECT_EQ((*d->names())[1], "s");
+  EXPECT_TRUE(in.empty());
+  // Every truncation fails cleanly.
+  for (size_t n = 0; n < buf.size(); ++n) {
+    std::string_view t(buf.data(), n);
+    EXPECT_FALSE(DecodeElement(&t).ok()) << n;
+  }
+  // Absurd dimensions are rejected without allocating.
+  std::string absurd;
+  absurd.push_back(static_cast<char>(DType::kFloat32));
+  PutVarint64(&absurd, 2);
+  PutVarint64(&absurd, 1ull << 40);
+  PutVarint64(&absurd, 1ull << 40);
+  std::string_view a = absurd;
+  EXPECT_FALSE(DecodeTensor(&a).ok());
+}
+
+TEST(CheckpointTest, RoundTripAndRejectsCorruption) {
+  CheckpointWriter w;
+  w.WriteInt("Root/Map[0]", "position", 12345678901);
+  w.WriteString("Root", "op", "Batch");
+  w.WriteElement("Root/Shuffle[0]", "buf_0", Element{Tensor::Scalar<int64_t>(3)});
+  std::string bytes = w.Serialize();
+  auto r = CheckpointReader::Parse(bytes);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r->ReadInt("Root/Map[0]", "position"), 12345678901);
+  EXPECT_EQ(*r->ReadString("Root", "op"), "Batch");
+  EXPECT_EQ(r->ReadElement("Root/Shuffle[0]", "buf_0")->operator[](0).scalar<int64_t>(), 3);
+  auto missing = r->ReadInt("Root/Other[0]", "x");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("Root/Other[0]:x"), std::string::npos);
+  EXPECT_FALSE(r->ReadString("Root/Map[0]", "position").ok());  // wrong type
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] ^= 1;
+    EXPECT_FALSE(CheckpointReader::Parse(bad).ok()) << "flipped byte " << i;
+  }
+}
+
+}  // namespace
+}  // namespace sluice
