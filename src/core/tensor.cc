@@ -192,12 +192,23 @@ int64_t Shape::num_elements() const {
 void Shape::AddDim(int64_t d) { InsertDim(rank_, d); }
 
 void Shape::InsertDim(int pos, int64_t d) {
+  if (rank_ < kInline) {  // stays inline: shift in place
+    for (int i = rank_; i > pos; --i) inline_[i] = inline_[i - 1];
+    inline_[pos] = d;
+    ++rank_;
+    return;
+  }
   std::vector<int64_t> v = ToVector();
   v.insert(v.begin() + pos, d);
   *this = Shape(v);
 }
 
 void Shape::RemoveDim(int pos) {
+  if (rank_ <= kInline) {
+    for (int i = pos; i + 1 < rank_; ++i) inline_[i] = inline_[i + 1];
+    --rank_;
+    return;
+  }
   std::vector<int64_t> v = ToVector();
   v.erase(v.begin() + pos);
   *this = Shape(v);
@@ -270,12 +281,6 @@ std::string PartialShape::ToString() const {
 
 // ---- Buffer ----
 
-namespace {
-constexpr size_t kHeader = (sizeof(Buffer) + Buffer::kAlignment - 1) / Buffer::kAlignment *
-                           Buffer::kAlignment;
-size_t RoundUp(size_t n) { return (n + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment; }
-}  // namespace
-
 BufferPtr::BufferPtr(const BufferPtr& o) : b_(o.b_) {
   if (b_) b_->Ref();
 }
@@ -297,11 +302,15 @@ BufferPtr::~BufferPtr() {
   if (b_) b_->Unref();
 }
 
+// The Buffer header and its data share one malloc block (malloc's per-thread caches are much
+// faster than aligned_alloc): the data starts at the first 64-byte boundary after the header.
 BufferPtr Buffer::Allocate(size_t bytes) {
-  void* mem = std::aligned_alloc(kAlignment, kHeader + RoundUp(bytes));
+  void* mem = std::malloc(sizeof(Buffer) + kAlignment + bytes);
   if (mem == nullptr) throw std::bad_alloc();
   Buffer* b = new (mem) Buffer();
-  b->data_ = static_cast<char*>(mem) + kHeader;
+  auto addr = reinterpret_cast<uintptr_t>(mem) + sizeof(Buffer);
+  addr = (addr + kAlignment - 1) & ~static_cast<uintptr_t>(kAlignment - 1);
+  b->data_ = reinterpret_cast<void*>(addr);
   b->size_ = bytes;
   return BufferPtr(b);
 }
@@ -321,7 +330,7 @@ BufferPtr Buffer::AllocateStrings(size_t n) {
 }
 
 BufferPtr Buffer::Wrap(void* data, size_t bytes, std::function<void()> release) {
-  void* mem = std::aligned_alloc(kAlignment, kHeader);
+  void* mem = std::malloc(sizeof(Buffer));
   if (mem == nullptr) throw std::bad_alloc();
   Buffer* b = new (mem) Buffer();
   b->data_ = data;

@@ -94,8 +94,8 @@ Result<Element> Function::operator()(Element in, FunctionContext& ctx) const {
   if (!impl_ || !impl_->fn) {
     return InvalidArgumentError("function '" + name() + "' is not an element -> element function");
   }
-  auto r = impl_->fn(std::move(in), ctx);
-  if (!r.ok()) return r.status().WithContext("in function '" + impl_->name + "'");
+  Result<Element> r = impl_->fn(std::move(in), ctx);
+  if (!r.ok()) [[unlikely]] r = r.status().WithContext("in function '" + impl_->name + "'");
   return r;
 }
 

@@ -13,6 +13,11 @@
 // static inputs already exist; dynamic ones are re-created by the parent's RestoreInternal).
 // Prefer positions over buffer contents so checkpoints stay small.
 //
+// Errors and progress. After GetNext returns an error the iterator has still made progress:
+// the failed element (record, file, batch) is consumed, and the next call moves on. So an
+// unopenable file is reported once and then skipped, a corrupt record is reported and the
+// reader resumes after it. This is what lets ignore_errors() skip failures without looping.
+//
 // Thread-safety: GetNext/Skip/Save/Restore are called by one thread at a time. The child
 // list is guarded by a mutex so CollectStats may run from another thread.
 #ifndef SLUICE_RUNTIME_ITERATOR_BASE_H_
@@ -46,9 +51,16 @@ struct IteratorContext {
 };
 
 // Always-on counters of one iterator (the full stats plane grows in the runtime issue).
+// Written only by the thread driving the iterator (a relaxed load+store, no locked
+// read-modify-write), read by anyone.
 struct NodeStats {
   std::atomic<int64_t> elements_produced{0};
   std::atomic<int64_t> elements_skipped{0};
+
+  void CountProduced() {
+    elements_produced.store(elements_produced.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
+  }
 };
 
 class IteratorBase {
@@ -62,12 +74,13 @@ class IteratorBase {
   virtual Status Initialize(const IteratorContext& ctx) { return Status::OK(); }
 
   Result<std::optional<Element>> GetNext() {
-    auto r = GetNextInternal();
-    if (r.ok()) {
-      if (r->has_value()) stats_.elements_produced.fetch_add(1, std::memory_order_relaxed);
-      return r;
+    Result<std::optional<Element>> r = GetNextInternal();
+    if (r.ok()) [[likely]] {
+      if (r->has_value()) stats_.CountProduced();
+    } else {
+      r = AddContext(r.status());
     }
-    return AddContext(r.status());
+    return r;
   }
   // Skips up to n elements; returns how many were skipped (< n only at the end).
   Result<int64_t> Skip(int64_t n);

@@ -29,12 +29,12 @@ class BatchDataset : public DatasetNode {
   bool drop_remainder_;
 };
 
-// Stacks `rows` (all with the same structure) into one element.
-Result<Element> StackRows(std::vector<Element>& rows) {
+// Stacks `rows` (all with the same structure) into one element; `column` is scratch space.
+Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column) {
   const size_t k = rows[0].size();
   std::vector<Tensor> out;
   out.reserve(k);
-  std::vector<Tensor> column(rows.size());
+  column.resize(rows.size());
   for (size_t c = 0; c < k; ++c) {
     for (size_t i = 0; i < rows.size(); ++i) {
       if (rows[i].size() != k) {
@@ -73,7 +73,7 @@ class BatchIterator : public IteratorBase {
     if (ds_->drop_remainder() && static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {
       return std::nullopt;
     }
-    SLUICE_ASSIGN_OR_RETURN(Element out, StackRows(rows_));
+    SLUICE_ASSIGN_OR_RETURN(Element out, StackRows(rows_, column_));
     return out;
   }
 
@@ -90,7 +90,8 @@ class BatchIterator : public IteratorBase {
  private:
   const BatchDataset* ds_;
   std::unique_ptr<IteratorBase> input_;
-  std::vector<Element> rows_;  // reused between calls to avoid reallocating
+  std::vector<Element> rows_;    // reused between calls to avoid reallocating
+  std::vector<Tensor> column_;  // likewise
 };
 
 Result<std::unique_ptr<IteratorBase>> BatchDataset::MakeIteratorInternal(

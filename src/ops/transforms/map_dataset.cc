@@ -35,11 +35,13 @@ class MapIterator : public IteratorBase {
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
-    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
-    if (!in) return std::nullopt;
+    Result<std::optional<Element>> r = input_->GetNext();
+    if (!r.ok() || !r->has_value()) return r;
     FunctionContext fctx(ds_->seed(), position_++);
-    SLUICE_ASSIGN_OR_RETURN(Element out, ds_->fn()(std::move(*in), fctx));
-    return out;
+    Result<Element> out = ds_->fn()(std::move(**r), fctx);
+    if (!out.ok()) return out.status();
+    **r = std::move(*out);
+    return r;
   }
 
   Result<int64_t> SkipInternal(int64_t n) override {

@@ -1,0 +1,292 @@
+#include "formats/idx.h"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+namespace sluice {
+namespace {
+
+uint32_t LoadBigEndian32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+void AppendBigEndian(std::string* out, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// Converts `n` big-endian values of `size` bytes in place to host order.
+void BigEndianToHost(unsigned char* p, int64_t n, size_t size) {
+  if constexpr (std::endian::native == std::endian::big) return;
+  switch (size) {
+    case 1:
+      return;
+    case 2:
+      for (int64_t i = 0; i < n; ++i, p += 2) std::swap(p[0], p[1]);
+      return;
+    case 4:
+      for (int64_t i = 0; i < n; ++i, p += 4) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        v = __builtin_bswap32(v);
+        memcpy(p, &v, 4);
+      }
+      return;
+    case 8:
+      for (int64_t i = 0; i < n; ++i, p += 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        v = __builtin_bswap64(v);
+        memcpy(p, &v, 8);
+      }
+      return;
+  }
+}
+
+std::string Hex(unsigned v) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string s = "0x";
+  s += kDigits[(v >> 4) & 0xf];
+  s += kDigits[v & 0xf];
+  return s;
+}
+
+Status HeaderError(StatusCode code, std::string_view path, int64_t offset, const std::string& msg) {
+  return Status(code, "Idx: '" + std::string(path) + "' at byte offset " +
+                          std::to_string(offset) + ": " + msg);
+}
+
+}  // namespace
+
+Shape IdxHeader::row_shape() const {
+  if (dims.size() <= 1) return Shape{};
+  return Shape(std::span<const int64_t>(dims.data() + 1, dims.size() - 1));
+}
+
+Result<DType> IdxTypeToDType(uint8_t code) {
+  switch (code) {
+    case 0x08: return DType::kUInt8;
+    case 0x09: return DType::kInt8;
+    case 0x0B: return DType::kInt16;
+    case 0x0C: return DType::kInt32;
+    case 0x0D: return DType::kFloat32;
+    case 0x0E: return DType::kFloat64;
+  }
+  return InvalidArgumentError("unknown IDX type code " + Hex(code) +
+                              " (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or 0x0e)");
+}
+
+Result<uint8_t> DTypeToIdxType(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8: return uint8_t{0x08};
+    case DType::kInt8: return uint8_t{0x09};
+    case DType::kInt16: return uint8_t{0x0B};
+    case DType::kInt32: return uint8_t{0x0C};
+    case DType::kFloat32: return uint8_t{0x0D};
+    case DType::kFloat64: return uint8_t{0x0E};
+    default: break;
+  }
+  return InvalidArgumentError("IDX has no type for dtype " + std::string(DTypeName(dtype)));
+}
+
+Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
+                                 int64_t max_data_bytes) {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  if (bytes.size() < 4) {
+    return HeaderError(StatusCode::kDataLoss, path, static_cast<int64_t>(bytes.size()),
+                       "truncated header (" + std::to_string(bytes.size()) +
+                           " bytes, need at least 4)");
+  }
+  if (p[0] != 0 || p[1] != 0) {
+    return HeaderError(StatusCode::kInvalidArgument, path, 0,
+                       "bad magic " + Hex(p[0]) + " " + Hex(p[1]) +
+                           " (an IDX file starts with 0x00 0x00)");
+  }
+  IdxHeader h;
+  h.type_code = p[2];
+  auto dtype = IdxTypeToDType(h.type_code);
+  if (!dtype.ok()) {
+    return HeaderError(StatusCode::kInvalidArgument, path, 2, dtype.status().message());
+  }
+  h.dtype = *dtype;
+  const int ndims = p[3];
+  if (ndims == 0 || ndims > kIdxMaxDims) {
+    return HeaderError(StatusCode::kInvalidArgument, path, 3,
+                       "ndims " + std::to_string(ndims) + " out of range [1, " +
+                           std::to_string(kIdxMaxDims) + "]");
+  }
+  h.header_bytes = 4 + 4 * int64_t{ndims};
+  if (static_cast<int64_t>(bytes.size()) < h.header_bytes) {
+    return HeaderError(StatusCode::kDataLoss, path, static_cast<int64_t>(bytes.size()),
+                       "truncated header: " + std::to_string(ndims) + " dims need " +
+                           std::to_string(h.header_bytes) + " bytes");
+  }
+  const uint64_t elem = DTypeSize(h.dtype);
+  uint64_t total = elem;  // bytes of data, checked for overflow as dims multiply in
+  uint64_t row = 1;       // elements per row
+  bool overflow = false;
+  for (int i = 0; i < ndims; ++i) {
+    uint64_t d = LoadBigEndian32(p + 4 + 4 * i);
+    h.dims.push_back(static_cast<int64_t>(d));
+    overflow = overflow || __builtin_mul_overflow(total, d, &total);
+    if (i > 0) overflow = overflow || __builtin_mul_overflow(row, d, &row);
+    if (overflow || total > (uint64_t{1} << 62)) {
+      return HeaderError(StatusCode::kInvalidArgument, path, 4 + 4 * i,
+                         "dimensions " + Shape(h.dims).ToString() +
+                             " of " + std::string(DTypeName(h.dtype)) + " overflow");
+    }
+  }
+  h.row_elements = static_cast<int64_t>(row);
+  h.row_bytes = static_cast<int64_t>(row * elem);
+  h.data_bytes = static_cast<int64_t>(total);
+  if (max_data_bytes >= 0 && h.data_bytes > max_data_bytes) {
+    return HeaderError(StatusCode::kDataLoss, path, 4,
+                       "dimensions " + Shape(h.dims).ToString() + " need " +
+                           std::to_string(h.data_bytes) + " bytes of data, more than the file " +
+                           "can hold (" + std::to_string(max_data_bytes) + ")");
+  }
+  return h;
+}
+
+Result<std::string> EncodeIdx(const Tensor& t) {
+  SLUICE_ASSIGN_OR_RETURN(uint8_t code, DTypeToIdxType(t.dtype()));
+  if (t.rank() < 1 || t.rank() > kIdxMaxDims) {
+    return InvalidArgumentError("EncodeIdx: rank must be in [1, 16], got " +
+                                std::to_string(t.rank()));
+  }
+  std::string out;
+  out.push_back(0);
+  out.push_back(0);
+  out.push_back(static_cast<char>(code));
+  out.push_back(static_cast<char>(t.rank()));
+  for (int64_t d : t.shape().dims()) {
+    if (d > UINT32_MAX) return InvalidArgumentError("EncodeIdx: dimension too large");
+    AppendBigEndian(&out, static_cast<uint64_t>(d), 4);
+  }
+  const size_t size = DTypeSize(t.dtype());
+  const auto* p = static_cast<const unsigned char*>(t.raw_data());
+  out.reserve(out.size() + t.num_elements() * size);
+  for (int64_t i = 0; i < t.num_elements(); ++i, p += size) {
+    uint64_t v = 0;
+    switch (size) {
+      case 1: v = p[0]; break;
+      case 2: { uint16_t x; memcpy(&x, p, 2); v = x; break; }
+      case 4: { uint32_t x; memcpy(&x, p, 4); v = x; break; }
+      case 8: memcpy(&v, p, 8); break;
+    }
+    AppendBigEndian(&out, v, static_cast<int>(size));
+  }
+  return out;
+}
+
+// ---- IdxReader ----
+
+IdxReader::IdxReader(std::string path, void* gz, bool gzipped, IdxHeader header)
+    : path_(std::move(path)), gz_(gz), gzipped_(gzipped), header_(std::move(header)) {}
+
+IdxReader::~IdxReader() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+}
+
+Status IdxReader::Error(StatusCode code, int64_t offset, const std::string& msg) const {
+  return Status(code, "Idx: '" + path_ + "' at " + (gzipped_ ? "uncompressed " : "") +
+                          "byte offset " + std::to_string(offset) + ": " + msg);
+}
+
+Result<std::unique_ptr<IdxReader>> IdxReader::Open(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, "Idx: cannot open", path);
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgumentError("Idx: '" + path + "' is not a regular file");
+  }
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) return ErrnoToStatus(errno, "Idx: cannot open", path);
+  std::unique_ptr<IdxReader> reader(new IdxReader(path, gz, false, IdxHeader{}));
+  gzbuffer(gz, 128 * 1024);
+  reader->gzipped_ = gzdirect(gz) == 0;
+
+  // Read the fixed part, then the dims it announces.
+  std::string head(4 + 4 * kIdxMaxDims, '\0');
+  auto read_error = [&](int64_t offset) {
+    int errnum = 0;
+    const char* msg = gzerror(gz, &errnum);
+    return reader->Error(StatusCode::kDataLoss, offset,
+                         std::string("cannot read header: ") + (msg ? msg : "read error"));
+  };
+  int got = gzread(gz, head.data(), 4);
+  if (got < 0) return read_error(0);
+  int64_t have = got;
+  if (have == 4 && head[3] != 0 && static_cast<unsigned char>(head[3]) <= kIdxMaxDims) {
+    int more = gzread(gz, head.data() + 4, 4 * static_cast<unsigned char>(head[3]));
+    if (more < 0) return read_error(4);
+    have += more;
+  }
+  head.resize(static_cast<size_t>(have));
+  const int64_t file_bytes = static_cast<int64_t>(st.st_size);
+  // For a plain file the data must fit exactly after the header (checked below); a gzipped
+  // file is bounded by deflate's expansion ratio.
+  const int64_t max_data = reader->gzipped_
+                               ? file_bytes * kIdxMaxGzipRatio
+                               : std::max<int64_t>(0, file_bytes - std::max<int64_t>(have, 4));
+  SLUICE_ASSIGN_OR_RETURN(reader->header_, ParseIdxHeader(head, path, max_data));
+  const IdxHeader& h = reader->header_;
+  if (!reader->gzipped_ && h.header_bytes + h.data_bytes != file_bytes) {
+    return reader->Error(StatusCode::kDataLoss, h.header_bytes + h.data_bytes,
+                         "file has " + std::to_string(file_bytes) + " bytes but dimensions " +
+                             Shape(h.dims).ToString() + " need exactly " +
+                             std::to_string(h.header_bytes + h.data_bytes));
+  }
+  return reader;
+}
+
+Result<Tensor> IdxReader::ReadRow(int64_t row) {
+  const IdxHeader& h = header_;
+  if (row < 0 || row >= h.num_rows()) {
+    return OutOfRangeError("Idx: '" + path_ + "': row " + std::to_string(row) +
+                           " out of range [0, " + std::to_string(h.num_rows()) + ")");
+  }
+  auto* gz = static_cast<gzFile>(gz_);
+  const int64_t offset = h.header_bytes + row * h.row_bytes;
+  if (row != next_row_) {
+    // Restart after an error or seek; gzseek decompresses forward (rewinding if needed).
+    gzclearerr(gz);
+    if (gzseek(gz, static_cast<z_off_t>(offset), SEEK_SET) != offset) {
+      next_row_ = -1;
+      return Error(StatusCode::kDataLoss, offset,
+                   "cannot seek to row " + std::to_string(row) + " (data truncated?)");
+    }
+    next_row_ = row;
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(h.dtype, h.row_shape()));
+  auto* dst = t.mutable_data<unsigned char>();
+  int64_t done = 0;
+  while (done < h.row_bytes) {
+    unsigned chunk = static_cast<unsigned>(std::min<int64_t>(h.row_bytes - done, 1 << 30));
+    int got = gzread(gz, dst + done, chunk);
+    if (got <= 0) {
+      next_row_ = -1;
+      int errnum = 0;
+      const char* msg = gzerror(gz, &errnum);
+      if (got < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
+        return Error(StatusCode::kDataLoss, offset + done,
+                     "corrupt data in row " + std::to_string(row) + ": " +
+                         (msg ? msg : "read error"));
+      }
+      return Error(StatusCode::kDataLoss, offset + done,
+                   "data truncated in row " + std::to_string(row) + " of " +
+                       std::to_string(h.num_rows()) + " (expected " +
+                       std::to_string(h.row_bytes) + " bytes per row)");
+    }
+    done += got;
+  }
+  BigEndianToHost(dst, h.row_elements, DTypeSize(h.dtype));
+  ++next_row_;
+  return t;
+}
+
+}  // namespace sluice

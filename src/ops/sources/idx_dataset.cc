@@ -1,0 +1,115 @@
+// Idx: the rows (along dimension 0) of an IDX file, gzipped or plain.
+//
+// The header is read when the dataset is built, so the cardinality and element spec are
+// known (tf.data sources read lazily; MNIST-sized files make the known size worth one
+// open). Each iterator reopens the file on its first GetNext. Checkpoint: the row index.
+#include "formats/idx.h"
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+class IdxDataset : public DatasetNode {
+ public:
+  IdxDataset(OpArgs args, ElementSpec spec, std::string path, IdxHeader header)
+      : DatasetNode("Idx", std::move(args), std::move(spec)),
+        path_(std::move(path)), header_(std::move(header)) {}
+
+  int64_t Cardinality() const override { return header_.num_rows(); }
+  const std::string& path() const { return path_; }
+  const IdxHeader& header() const { return header_; }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  std::string path_;
+  IdxHeader header_;
+};
+
+class IdxIterator : public IteratorBase {
+ public:
+  IdxIterator(const IdxDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    const int64_t rows = ds_->header().num_rows();
+    if (next_ >= rows) return std::nullopt;
+    if (!reader_) {
+      auto r = IdxReader::Open(ds_->path());
+      if (!r.ok()) {
+        next_ = rows;  // nothing more can be read: report once, then end
+        return r.status();
+      }
+      if (!((*r)->header() == ds_->header())) {
+        next_ = rows;
+        return DataLossError("Idx: '" + ds_->path() + "' changed since the dataset was built (" +
+                             "dims " + Shape((*r)->header().dims).ToString() + ", were " +
+                             Shape(ds_->header().dims).ToString() + ")");
+      }
+      reader_ = std::move(r).value();
+    }
+    auto row = reader_->ReadRow(next_);
+    if (!row.ok()) {
+      // Truncated or corrupt data: the rest of the file is unreadable too.
+      next_ = rows;
+      return row.status();
+    }
+    ++next_;
+    return Element{std::move(row).value()};
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    int64_t k = std::min(n, ds_->header().num_rows() - next_);
+    next_ += k;  // the reader seeks lazily on the next read
+    return k;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "next", next_);
+    return Status::OK();
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
+    if (next < 0 || next > ds_->header().num_rows()) {
+      return DataLossError("Idx: checkpoint row " + std::to_string(next) + " out of range [0, " +
+                           std::to_string(ds_->header().num_rows()) + "] for '" + ds_->path() +
+                           "'");
+    }
+    next_ = next;
+    return Status::OK();
+  }
+
+ private:
+  const IdxDataset* ds_;
+  std::unique_ptr<IdxReader> reader_;  // opened on the first read
+  int64_t next_ = 0;
+};
+
+Result<std::unique_ptr<IteratorBase>> IdxDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new IdxIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterIdxDataset(Registry* r) {
+  r->RegisterOp("Idx", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Idx", args, 0, 0));
+     SLUICE_ASSIGN_OR_RETURN(std::string path, GetAttr<std::string>(args.attrs, "Idx", "path"));
+     if (path.empty()) return InvalidArgumentError("Idx: path is empty");
+     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IdxReader> reader, IdxReader::Open(path));
+     IdxHeader header = reader->header();
+     ElementSpec spec{{{header.dtype, PartialShape(header.row_shape())}}};
+     return DatasetPtr(std::make_shared<IdxDataset>(std::move(args), std::move(spec),
+                                                    std::move(path), std::move(header)));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

@@ -1,0 +1,160 @@
+// ListFiles: the files matching glob patterns (string scalars), like tf.data.Dataset.list_files.
+//
+// Globbing happens when the dataset is built (tf.data also globs at graph construction), so
+// the cardinality is known and matching nothing fails early. Patterns follow glob(3) with
+// GLOB_PERIOD, so `*` also matches names starting with '.', as TensorFlow's fnmatch-based
+// matching does ("." and ".." are never listed). The matches of all patterns are merged,
+// de-duplicated and sorted. With shuffle, each iterator draws a full permutation from
+// Rng(HashCombine(seed, seed_mix)): a new order per top-level iteration and per repeat
+// epoch, like list_files' shuffle(buffer_size=#files, reshuffle_each_iteration=True).
+// Checkpoint: the position; the permutation is recomputed from the same seeds.
+#include <glob.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+std::string JoinPatterns(const std::vector<std::string>& patterns) {
+  std::string s;
+  for (size_t i = 0; i < patterns.size(); ++i) s += (i ? ", '" : "'") + patterns[i] + "'";
+  return s;
+}
+
+bool IsDotOrDotDot(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string_view base = slash == std::string::npos ? std::string_view(path)
+                                                     : std::string_view(path).substr(slash + 1);
+  return base == "." || base == "..";
+}
+
+Result<std::vector<std::string>> Glob(const std::vector<std::string>& patterns) {
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    glob_t g{};
+    int rc = glob(pattern.c_str(), GLOB_PERIOD, nullptr, &g);
+    if (rc == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        std::string path = g.gl_pathv[i];
+        if (!IsDotOrDotDot(path)) files.push_back(std::move(path));
+      }
+    }
+    globfree(&g);
+    if (rc == GLOB_NOSPACE) {
+      return ResourceExhaustedError("ListFiles: out of memory globbing '" + pattern + "'");
+    }
+    if (rc == GLOB_ABORTED) {
+      return UnavailableError("ListFiles: read error while globbing '" + pattern + "'");
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  if (files.empty()) {
+    return InvalidArgumentError("ListFiles: no files match the patterns " + JoinPatterns(patterns));
+  }
+  return files;
+}
+
+class ListFilesDataset : public DatasetNode {
+ public:
+  ListFilesDataset(OpArgs args, std::vector<std::string> files, bool shuffle, uint64_t seed)
+      : DatasetNode("ListFiles", std::move(args), ElementSpec{{{DType::kString, PartialShape{}}}}),
+        files_(std::move(files)), shuffle_(shuffle), seed_(seed) {}
+
+  int64_t Cardinality() const override { return static_cast<int64_t>(files_.size()); }
+  const std::vector<std::string>& files() const { return files_; }
+  bool shuffle() const { return shuffle_; }
+  uint64_t seed() const { return seed_; }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  std::vector<std::string> files_;  // sorted, unique
+  bool shuffle_;
+  uint64_t seed_;
+};
+
+class ListFilesIterator : public IteratorBase {
+ public:
+  ListFilesIterator(const ListFilesDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    if (!ds_->shuffle()) return Status::OK();
+    // Fisher-Yates with the per-iteration seed.
+    const size_t n = ds_->files().size();
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), size_t{0});
+    Rng rng(HashCombine(ds_->seed(), ctx.seed_mix));
+    for (size_t i = n; i > 1; --i) std::swap(order_[i - 1], order_[rng.UniformInt(i)]);
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    const auto& files = ds_->files();
+    if (next_ >= files.size()) return std::nullopt;
+    size_t i = ds_->shuffle() ? order_[next_] : next_;
+    ++next_;
+    return Element{Tensor::Scalar(files[i])};
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    int64_t k = std::min<int64_t>(n, static_cast<int64_t>(ds_->files().size() - next_));
+    next_ += static_cast<size_t>(k);
+    return k;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "next", static_cast<int64_t>(next_));
+    return Status::OK();
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
+    if (next < 0 || next > static_cast<int64_t>(ds_->files().size())) {
+      return DataLossError("ListFiles: checkpoint position " + std::to_string(next) +
+                           " out of range for " + std::to_string(ds_->files().size()) +
+                           " files");
+    }
+    next_ = static_cast<size_t>(next);
+    return Status::OK();
+  }
+
+ private:
+  const ListFilesDataset* ds_;
+  std::vector<size_t> order_;  // the permutation when shuffling
+  size_t next_ = 0;
+};
+
+Result<std::unique_ptr<IteratorBase>> ListFilesDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new ListFilesIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterListFilesDataset(Registry* r) {
+  r->RegisterOp("ListFiles", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("ListFiles", args, 0, 0));
+     SLUICE_ASSIGN_OR_RETURN(auto patterns,
+                             GetAttr<std::vector<std::string>>(args.attrs, "ListFiles", "patterns"));
+     SLUICE_ASSIGN_OR_RETURN(bool shuffle,
+                             GetAttrOr<bool>(args.attrs, "ListFiles", "shuffle", false));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, "ListFiles", "seed", 0));
+     if (patterns.empty()) return InvalidArgumentError("ListFiles: no patterns given");
+     SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files, Glob(patterns));
+     return DatasetPtr(std::make_shared<ListFilesDataset>(std::move(args), std::move(files),
+                                                          shuffle, static_cast<uint64_t>(seed)));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

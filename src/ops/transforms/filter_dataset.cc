@@ -1,0 +1,89 @@
+// Filter: keeps the input elements for which the predicate returns true.
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+class FilterDataset : public DatasetNode {
+ public:
+  FilterDataset(OpArgs args, ElementSpec spec, uint64_t seed)
+      : DatasetNode("Filter", std::move(args), std::move(spec)), seed_(seed) {}
+
+  // tf.data reports UNKNOWN for filter; an empty input is known to stay empty.
+  int64_t Cardinality() const override {
+    return input(0)->Cardinality() == 0 ? 0 : kUnknownCardinality;
+  }
+  const Function& predicate() const { return functions()[0]; }
+  uint64_t seed() const { return seed_; }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  uint64_t seed_;
+};
+
+class FilterIterator : public IteratorBase {
+ public:
+  FilterIterator(const FilterDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    while (true) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
+      if (!in) return std::nullopt;
+      // The element is consumed before the predicate runs, so a failing predicate
+      // still moves the iterator on.
+      FunctionContext fctx(ds_->seed(), position_++);
+      SLUICE_ASSIGN_OR_RETURN(bool keep, ds_->predicate().Test(*in, fctx));
+      if (keep) return in;
+    }
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "position", position_);
+    return input_->Save(w);
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(position_, r.ReadInt(prefix(), "position"));
+    if (position_ < 0) return DataLossError("Filter: negative position in checkpoint");
+    return input_->Restore(r);
+  }
+
+ private:
+  const FilterDataset* ds_;
+  std::unique_ptr<IteratorBase> input_;
+  int64_t position_ = 0;  // input elements consumed
+};
+
+Result<std::unique_ptr<IteratorBase>> FilterDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new FilterIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterFilterDataset(Registry* r) {
+  r->RegisterOp("Filter", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Filter", args, 1, 1));
+     SLUICE_RETURN_IF_ERROR(
+         CheckFunctionKind("Filter", args.functions[0], Function::Kind::kPredicate));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, "Filter", "seed", 0));
+     ElementSpec spec = args.inputs[0]->element_spec();
+     return DatasetPtr(std::make_shared<FilterDataset>(std::move(args), std::move(spec),
+                                                       static_cast<uint64_t>(seed)));
+   }).IgnoreError();
+}
+
+}  // namespace sluice
