@@ -112,9 +112,9 @@ struct FunctionTraits {
 
 class Function {
  public:
-  using ElementFn = std::function<Result<Element>(Element, FunctionContext&)>;
+  using ElementFn = std::function<Result<Element>(Element&&, FunctionContext&)>;
   using PredicateFn = std::function<Result<bool>(const Element&, FunctionContext&)>;
-  using DatasetFn = std::function<Result<Dataset>(Element, FunctionContext&)>;
+  using DatasetFn = std::function<Result<Dataset>(Element&&, FunctionContext&)>;
   // Optional static typing: the output spec for an input spec.
   using SpecFn = std::function<Result<ElementSpec>(const ElementSpec&)>;
 
@@ -145,6 +145,8 @@ class Function {
 
   // Applies an element function.
   Result<Element> operator()(Element in, FunctionContext& ctx) const;
+  // Applies an element function in place (the runtime's path: no extra moves).
+  Status Apply(Element* inout, FunctionContext& ctx) const;
   // Applies a predicate (or an element function returning one bool scalar).
   Result<bool> Test(const Element& in, FunctionContext& ctx) const;
   // Applies a dataset function.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <set>
 
 #include "formats/proto/example.pb.h"
@@ -19,27 +20,38 @@ std::string Where(bool batched, size_t index) {
 
 Feature::KindCase KindFor(DType dtype) {
   switch (dtype) {
-    case DType::kInt64: return Feature::kInt64List;
-    case DType::kFloat32: return Feature::kFloatList;
-    default: return Feature::kBytesList;
+    case DType::kInt64:
+      return Feature::kInt64List;
+    case DType::kFloat32:
+      return Feature::kFloatList;
+    default:
+      return Feature::kBytesList;
   }
 }
 
 std::string_view KindName(Feature::KindCase k) {
   switch (k) {
-    case Feature::kInt64List: return "int64_list";
-    case Feature::kFloatList: return "float_list";
-    case Feature::kBytesList: return "bytes_list";
-    default: return "no list";
+    case Feature::kInt64List:
+      return "int64_list";
+    case Feature::kFloatList:
+      return "float_list";
+    case Feature::kBytesList:
+      return "bytes_list";
+    default:
+      return "no list";
   }
 }
 
 int64_t ValueCount(const Feature& f) {
   switch (f.kind_case()) {
-    case Feature::kInt64List: return f.int64_list().value_size();
-    case Feature::kFloatList: return f.float_list().value_size();
-    case Feature::kBytesList: return f.bytes_list().value_size();
-    default: return 0;
+    case Feature::kInt64List:
+      return f.int64_list().value_size();
+    case Feature::kFloatList:
+      return f.float_list().value_size();
+    case Feature::kBytesList:
+      return f.bytes_list().value_size();
+    default:
+      return 0;
   }
 }
 
@@ -67,8 +79,8 @@ void CopyValues(const Feature& f, Tensor* dst, int64_t offset) {
   }
 }
 
-Status CheckKind(const Feature& f, DType dtype, std::string_view who, const std::string& what,
-                 const std::string& where) {
+Status CheckKind(const Feature& f, DType dtype, std::string_view who,
+                 const std::string& what, const std::string& where) {
   if (f.kind_case() == Feature::KIND_NOT_SET || f.kind_case() == KindFor(dtype)) {
     return Status::OK();
   }
@@ -91,10 +103,9 @@ Shape WithLeading(int64_t d, const Shape& s) {
 }
 
 // Parses the features of `examples` (one Features message each; null = no features).
-Result<std::vector<Tensor>> ParseFeatures(const std::vector<const tensorflow::Features*>& examples,
-                                          bool batched,
-                                          const std::vector<FeatureConfig>& features,
-                                          std::string_view who) {
+Result<std::vector<Tensor>> ParseFeatures(
+    const std::vector<const tensorflow::Features*>& examples, bool batched,
+    const std::vector<FeatureConfig>& features, std::string_view who) {
   static const tensorflow::Features kEmpty;
   const int64_t batch = static_cast<int64_t>(examples.size());
   std::vector<Tensor> out;
@@ -104,13 +115,16 @@ Result<std::vector<Tensor>> ParseFeatures(const std::vector<const tensorflow::Fe
     const std::string what = "key '" + fc.key + "'";
     for (size_t b = 0; b < examples.size(); ++b) {
       found[b] = FindFeature(examples[b] ? *examples[b] : kEmpty, fc.key);
-      if (found[b]) SLUICE_RETURN_IF_ERROR(CheckKind(*found[b], fc.dtype, who, what, Where(batched, b)));
+      if (found[b] != nullptr) {
+        SLUICE_RETURN_IF_ERROR(
+            CheckKind(*found[b], fc.dtype, who, what, Where(batched, b)));
+      }
     }
     if (fc.kind == FeatureKind::kFixed) {
       const int64_t n = fc.shape.num_elements();
       auto missing = [&](size_t b) {
-        return InvalidArgumentError(std::string(who) + ": " + what + " is required but missing" +
-                                    Where(batched, b));
+        return InvalidArgumentError(std::string(who) + ": " + what +
+                                    " is required but missing" + Where(batched, b));
       };
       if (!batched && found[0] == nullptr) {
         if (!fc.default_value.valid()) return missing(0);
@@ -118,19 +132,21 @@ Result<std::vector<Tensor>> ParseFeatures(const std::vector<const tensorflow::Fe
         continue;
       }
       SLUICE_ASSIGN_OR_RETURN(
-          Tensor t, Tensor::Allocate(fc.dtype, batched ? WithLeading(batch, fc.shape) : fc.shape));
+          Tensor t,
+          Tensor::Allocate(fc.dtype, batched ? WithLeading(batch, fc.shape) : fc.shape));
       for (size_t b = 0; b < examples.size(); ++b) {
         if (found[b] == nullptr) {
           if (!fc.default_value.valid()) return missing(b);
-          SLUICE_RETURN_IF_ERROR(CopyIntoRow(fc.default_value, &t, static_cast<int64_t>(b)));
+          SLUICE_RETURN_IF_ERROR(
+              CopyIntoRow(fc.default_value, &t, static_cast<int64_t>(b)));
           continue;
         }
         const int64_t count = ValueCount(*found[b]);
         if (count != n) {
           return InvalidArgumentError(std::string(who) + ": " + what + " has " +
                                       std::to_string(count) + " values but shape " +
-                                      fc.shape.ToString() + " needs " + std::to_string(n) +
-                                      Where(batched, b));
+                                      fc.shape.ToString() + " needs " +
+                                      std::to_string(n) + Where(batched, b));
         }
         CopyValues(*found[b], &t, static_cast<int64_t>(b) * n);
       }
@@ -142,6 +158,9 @@ Result<std::vector<Tensor>> ParseFeatures(const std::vector<const tensorflow::Fe
       }
       Shape shape = batched ? Shape{batch, longest} : Shape{longest};
       SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(fc.dtype, std::move(shape)));
+      if (fc.dtype != DType::kString && t.nbytes() > 0) {
+        memset(t.mutable_data<char>(), 0, t.nbytes());  // the padding
+      }
       for (size_t b = 0; b < examples.size(); ++b) {
         if (found[b]) CopyValues(*found[b], &t, static_cast<int64_t>(b) * longest);
       }
@@ -153,9 +172,9 @@ Result<std::vector<Tensor>> ParseFeatures(const std::vector<const tensorflow::Fe
 
 Status ParseError(std::string_view who, std::string_view type, size_t bytes, bool batched,
                   size_t index) {
-  return InvalidArgumentError(std::string(who) + ": could not parse a serialized tf.train." +
-                              std::string(type) + " (" + std::to_string(bytes) + " bytes)" +
-                              Where(batched, index));
+  return InvalidArgumentError(
+      std::string(who) + ": could not parse a serialized tf.train." + std::string(type) +
+      " (" + std::to_string(bytes) + " bytes)" + Where(batched, index));
 }
 
 }  // namespace
@@ -171,7 +190,8 @@ Status ValidateFeatureConfigs(std::vector<FeatureConfig>* features,
     return Status::OK();
   };
   auto check_dtype = [&](const std::string& key, DType d) -> Status {
-    if (d == DType::kInt64 || d == DType::kFloat32 || d == DType::kString) return Status::OK();
+    if (d == DType::kInt64 || d == DType::kFloat32 || d == DType::kString)
+      return Status::OK();
     return InvalidArgumentError(std::string(who) + ": key '" + key + "' has dtype " +
                                 std::string(DTypeName(d)) +
                                 "; features are int64, float32 or string");
@@ -188,22 +208,23 @@ Status ValidateFeatureConfigs(std::vector<FeatureConfig>* features,
     }
     for (int64_t d : fc.shape.dims()) {
       if (d < 0) {
-        return InvalidArgumentError(std::string(who) + ": key '" + fc.key + "' has shape " +
-                                    fc.shape.ToString() + " with a negative dimension");
+        return InvalidArgumentError(std::string(who) + ": key '" + fc.key +
+                                    "' has shape " + fc.shape.ToString() +
+                                    " with a negative dimension");
       }
     }
     if (!fc.default_value.valid()) continue;
     const Tensor& d = fc.default_value;
     if (d.dtype() != fc.dtype) {
-      return InvalidArgumentError(std::string(who) + ": default of key '" + fc.key + "' is " +
-                                  std::string(DTypeName(d.dtype())) + ", the feature is " +
-                                  std::string(DTypeName(fc.dtype)));
+      return InvalidArgumentError(std::string(who) + ": default of key '" + fc.key +
+                                  "' is " + std::string(DTypeName(d.dtype())) +
+                                  ", the feature is " + std::string(DTypeName(fc.dtype)));
     }
     auto reshaped = d.Reshape(fc.shape);
     if (!reshaped.ok()) {
       return InvalidArgumentError(std::string(who) + ": default of key '" + fc.key +
-                                  "' has shape " + d.shape().ToString() + ", the feature " +
-                                  fc.shape.ToString());
+                                  "' has shape " + d.shape().ToString() +
+                                  ", the feature " + fc.shape.ToString());
     }
     fc.default_value = std::move(reshaped).value();
   }
@@ -213,18 +234,21 @@ Status ValidateFeatureConfigs(std::vector<FeatureConfig>* features,
     for (int64_t d : sc.shape.dims()) {
       if (d < 0) {
         return InvalidArgumentError(std::string(who) + ": sequence key '" + sc.key +
-                                    "' has a negative dimension in " + sc.shape.ToString());
+                                    "' has a negative dimension in " +
+                                    sc.shape.ToString());
       }
     }
   }
   return Status::OK();
 }
 
-Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialized, bool batched,
+Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialized,
+                                          bool batched,
                                           const std::vector<FeatureConfig>& features,
                                           std::string_view who) {
   if (!batched && serialized.size() != 1) {
-    return InvalidArgumentError(std::string(who) + ": expected one serialized Example, got " +
+    return InvalidArgumentError(std::string(who) +
+                                ": expected one serialized Example, got " +
                                 std::to_string(serialized.size()));
   }
   google::protobuf::Arena arena;
@@ -259,14 +283,16 @@ Result<std::vector<Tensor>> ParseSequenceExample(
     auto it = lists.find(sc.key);
     if (it == lists.end()) {
       if (!sc.allow_missing) {
-        return InvalidArgumentError(std::string(who) + ": " + what + " is required but missing");
+        return InvalidArgumentError(std::string(who) + ": " + what +
+                                    " is required but missing");
       }
       out.push_back(Tensor::Zeros(sc.dtype, WithLeading(0, sc.shape)));
       continue;
     }
     const auto& steps = it->second.feature();
     const int64_t n = sc.shape.num_elements();
-    SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(sc.dtype, WithLeading(steps.size(), sc.shape)));
+    SLUICE_ASSIGN_OR_RETURN(
+        Tensor t, Tensor::Allocate(sc.dtype, WithLeading(steps.size(), sc.shape)));
     for (int i = 0; i < steps.size(); ++i) {
       const std::string where = " (step " + std::to_string(i) + ")";
       SLUICE_RETURN_IF_ERROR(CheckKind(steps[i], sc.dtype, who, what, where));
@@ -274,7 +300,8 @@ Result<std::vector<Tensor>> ParseSequenceExample(
       if (count != n) {
         return InvalidArgumentError(std::string(who) + ": " + what + " has " +
                                     std::to_string(count) + " values but shape " +
-                                    sc.shape.ToString() + " needs " + std::to_string(n) + where);
+                                    sc.shape.ToString() + " needs " + std::to_string(n) +
+                                    where);
       }
       CopyValues(steps[i], &t, int64_t{i} * n);
     }
@@ -283,8 +310,8 @@ Result<std::vector<Tensor>> ParseSequenceExample(
   return out;
 }
 
-std::vector<TensorSpec> ExampleOutputSpecs(const std::vector<FeatureConfig>& features, int rank,
-                                           int64_t batch) {
+std::vector<TensorSpec> ExampleOutputSpecs(const std::vector<FeatureConfig>& features,
+                                           int rank, int64_t batch) {
   std::vector<TensorSpec> out;
   for (const FeatureConfig& fc : features) {
     PartialShape shape = PartialShape::UnknownRank();

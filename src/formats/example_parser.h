@@ -3,22 +3,24 @@
 //
 // The schema is TensorFlow's own (src/formats/proto/{feature,example}.proto, package
 // `tensorflow`), so bytes written by TensorFlow parse here and vice versa. Parsing uses
-// protobuf (tensorflow::Example::ParseFromArray); proto3 rules apply, so a feature key that
-// is not valid UTF-8 makes the Example invalid (TensorFlow's fast parser does not check).
+// protobuf (tensorflow::Example::ParseFromArray); proto3 rules apply, so a feature key
+// that is not valid UTF-8 makes the Example invalid (TensorFlow's fast parser does not
+// check).
 //
 // Features:
-//  * fixed (tf.io.FixedLenFeature): exactly shape.num_elements() values; the default is used
+//  * fixed (tf.io.FixedLenFeature): exactly shape.num_elements() values; the default is
+//  used
 //    when the key is missing, and a missing key without a default is an error. A present
 //    feature with the wrong number of values is an error (defaults never fill in for it).
 //  * var (tf.io.VarLenFeature): any number of values, as a 1-D tensor; missing = empty.
-//    sluice has no sparse tensors, so where TensorFlow returns a SparseTensor, a batch here
-//    gets a dense [batch, longest] tensor padded with 0 / "" (what tf.sparse.to_dense
-//    would give).
+//    sluice has no sparse tensors, so where TensorFlow returns a SparseTensor, a batch
+//    here gets a dense [batch, longest] tensor padded with 0 / "" (what
+//    tf.sparse.to_dense would give).
 //  * sequence (tf.io.FixedLenSequenceFeature, SequenceExample only): a feature list of T
 //    steps, each with shape.num_elements() values, as a [T, ...shape] tensor. A missing
 //    feature list is an error unless allow_missing (then T = 0).
-// dtype: int64 (int64_list), float32 (float_list) or string (bytes_list). A Feature with no
-// list set counts as an empty list of any type; a list of another type is an error.
+// dtype: int64 (int64_list), float32 (float_list) or string (bytes_list). A Feature with
+// no list set counts as an empty list of any type; a list of another type is an error.
 //
 // Errors are InvalidArgument and start with the caller's name (`who`, e.g. the kernel
 // name), then name the key and the example's index in the batch.
@@ -65,7 +67,8 @@ Status ValidateFeatureConfigs(std::vector<FeatureConfig>* features,
 // Parses serialized Examples, returning one tensor per feature (in config order).
 //  * batched = false: `serialized` holds one Example; fixed -> `shape`, var -> [n].
 //  * batched = true: fixed -> [B, ...shape], var -> [B, longest] padded.
-Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialized, bool batched,
+Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialized,
+                                          bool batched,
                                           const std::vector<FeatureConfig>& features,
                                           std::string_view who);
 
@@ -77,8 +80,8 @@ Result<std::vector<Tensor>> ParseSequenceExample(
 
 // The output spec for `features` given the shape of the serialized input (rank 0: one
 // Example, rank 1: a batch of `batch` (-1 unknown), rank -1: unknown).
-std::vector<TensorSpec> ExampleOutputSpecs(const std::vector<FeatureConfig>& features, int rank,
-                                           int64_t batch);
+std::vector<TensorSpec> ExampleOutputSpecs(const std::vector<FeatureConfig>& features,
+                                           int rank, int64_t batch);
 
 }  // namespace sluice
 

@@ -13,11 +13,13 @@ namespace sluice {
 namespace {
 
 uint32_t LoadBigEndian32(const unsigned char* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) |
+         uint32_t{p[3]};
 }
 
 void AppendBigEndian(std::string* out, uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  for (int i = bytes - 1; i >= 0; --i)
+    out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 // Converts `n` big-endian values of `size` bytes in place to host order.
@@ -56,7 +58,8 @@ std::string Hex(unsigned v) {
   return s;
 }
 
-Status HeaderError(StatusCode code, std::string_view path, int64_t offset, const std::string& msg) {
+Status HeaderError(StatusCode code, std::string_view path, int64_t offset,
+                   const std::string& msg) {
   return Status(code, "Idx: '" + std::string(path) + "' at byte offset " +
                           std::to_string(offset) + ": " + msg);
 }
@@ -70,12 +73,18 @@ Shape IdxHeader::row_shape() const {
 
 Result<DType> IdxTypeToDType(uint8_t code) {
   switch (code) {
-    case 0x08: return DType::kUInt8;
-    case 0x09: return DType::kInt8;
-    case 0x0B: return DType::kInt16;
-    case 0x0C: return DType::kInt32;
-    case 0x0D: return DType::kFloat32;
-    case 0x0E: return DType::kFloat64;
+    case 0x08:
+      return DType::kUInt8;
+    case 0x09:
+      return DType::kInt8;
+    case 0x0B:
+      return DType::kInt16;
+    case 0x0C:
+      return DType::kInt32;
+    case 0x0D:
+      return DType::kFloat32;
+    case 0x0E:
+      return DType::kFloat64;
   }
   return InvalidArgumentError("unknown IDX type code " + Hex(code) +
                               " (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or 0x0e)");
@@ -83,24 +92,32 @@ Result<DType> IdxTypeToDType(uint8_t code) {
 
 Result<uint8_t> DTypeToIdxType(DType dtype) {
   switch (dtype) {
-    case DType::kUInt8: return uint8_t{0x08};
-    case DType::kInt8: return uint8_t{0x09};
-    case DType::kInt16: return uint8_t{0x0B};
-    case DType::kInt32: return uint8_t{0x0C};
-    case DType::kFloat32: return uint8_t{0x0D};
-    case DType::kFloat64: return uint8_t{0x0E};
-    default: break;
+    case DType::kUInt8:
+      return uint8_t{0x08};
+    case DType::kInt8:
+      return uint8_t{0x09};
+    case DType::kInt16:
+      return uint8_t{0x0B};
+    case DType::kInt32:
+      return uint8_t{0x0C};
+    case DType::kFloat32:
+      return uint8_t{0x0D};
+    case DType::kFloat64:
+      return uint8_t{0x0E};
+    default:
+      break;
   }
-  return InvalidArgumentError("IDX has no type for dtype " + std::string(DTypeName(dtype)));
+  return InvalidArgumentError("IDX has no type for dtype " +
+                              std::string(DTypeName(dtype)));
 }
 
 Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
                                  int64_t max_data_bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 4) {
-    return HeaderError(StatusCode::kDataLoss, path, static_cast<int64_t>(bytes.size()),
-                       "truncated header (" + std::to_string(bytes.size()) +
-                           " bytes, need at least 4)");
+    return HeaderError(
+        StatusCode::kDataLoss, path, static_cast<int64_t>(bytes.size()),
+        "truncated header (" + std::to_string(bytes.size()) + " bytes, need at least 4)");
   }
   if (p[0] != 0 || p[1] != 0) {
     return HeaderError(StatusCode::kInvalidArgument, path, 0,
@@ -137,8 +154,8 @@ Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
     if (i > 0) overflow = overflow || __builtin_mul_overflow(row, d, &row);
     if (overflow || total > (uint64_t{1} << 62)) {
       return HeaderError(StatusCode::kInvalidArgument, path, 4 + 4 * i,
-                         "dimensions " + Shape(h.dims).ToString() +
-                             " of " + std::string(DTypeName(h.dtype)) + " overflow");
+                         "dimensions " + Shape(h.dims).ToString() + " of " +
+                             std::string(DTypeName(h.dtype)) + " overflow");
     }
   }
   h.row_elements = static_cast<int64_t>(row);
@@ -147,8 +164,9 @@ Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
   if (max_data_bytes >= 0 && h.data_bytes > max_data_bytes) {
     return HeaderError(StatusCode::kDataLoss, path, 4,
                        "dimensions " + Shape(h.dims).ToString() + " need " +
-                           std::to_string(h.data_bytes) + " bytes of data, more than the file " +
-                           "can hold (" + std::to_string(max_data_bytes) + ")");
+                           std::to_string(h.data_bytes) +
+                           " bytes of data, more than the file " + "can hold (" +
+                           std::to_string(max_data_bytes) + ")");
   }
   return h;
 }
@@ -174,10 +192,24 @@ Result<std::string> EncodeIdx(const Tensor& t) {
   for (int64_t i = 0; i < t.num_elements(); ++i, p += size) {
     uint64_t v = 0;
     switch (size) {
-      case 1: v = p[0]; break;
-      case 2: { uint16_t x; memcpy(&x, p, 2); v = x; break; }
-      case 4: { uint32_t x; memcpy(&x, p, 4); v = x; break; }
-      case 8: memcpy(&v, p, 8); break;
+      case 1:
+        v = p[0];
+        break;
+      case 2: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        v = x;
+        break;
+      }
+      case 4: {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        v = x;
+        break;
+      }
+      case 8:
+        memcpy(&v, p, 8);
+        break;
     }
     AppendBigEndian(&out, v, static_cast<int>(size));
   }
@@ -215,8 +247,9 @@ Result<std::unique_ptr<IdxReader>> IdxReader::Open(const std::string& path) {
   auto read_error = [&](int64_t offset) {
     int errnum = 0;
     const char* msg = gzerror(gz, &errnum);
-    return reader->Error(StatusCode::kDataLoss, offset,
-                         std::string("cannot read header: ") + (msg ? msg : "read error"));
+    return reader->Error(
+        StatusCode::kDataLoss, offset,
+        std::string("cannot read header: ") + (msg ? msg : "read error"));
   };
   int got = gzread(gz, head.data(), 4);
   if (got < 0) return read_error(0);
@@ -228,18 +261,18 @@ Result<std::unique_ptr<IdxReader>> IdxReader::Open(const std::string& path) {
   }
   head.resize(static_cast<size_t>(have));
   const int64_t file_bytes = static_cast<int64_t>(st.st_size);
-  // For a plain file the data must fit exactly after the header (checked below); a gzipped
-  // file is bounded by deflate's expansion ratio.
-  const int64_t max_data = reader->gzipped_
-                               ? file_bytes * kIdxMaxGzipRatio
-                               : std::max<int64_t>(0, file_bytes - std::max<int64_t>(have, 4));
+  // A gzipped file's data is bounded by deflate's expansion ratio; a plain file's must
+  // fit exactly after the header.
+  const int64_t max_data = reader->gzipped_ ? file_bytes * kIdxMaxGzipRatio : -1;
   SLUICE_ASSIGN_OR_RETURN(reader->header_, ParseIdxHeader(head, path, max_data));
   const IdxHeader& h = reader->header_;
-  if (!reader->gzipped_ && h.header_bytes + h.data_bytes != file_bytes) {
-    return reader->Error(StatusCode::kDataLoss, h.header_bytes + h.data_bytes,
-                         "file has " + std::to_string(file_bytes) + " bytes but dimensions " +
-                             Shape(h.dims).ToString() + " need exactly " +
-                             std::to_string(h.header_bytes + h.data_bytes));
+  const int64_t want = h.header_bytes + h.data_bytes;
+  if (!reader->gzipped_ && want != file_bytes) {
+    return reader->Error(
+        StatusCode::kDataLoss, std::min(want, file_bytes),
+        "file has " + std::to_string(file_bytes) + " bytes but dimensions " +
+            Shape(h.dims).ToString() + " need exactly " + std::to_string(want) +
+            (want > file_bytes ? " (data truncated)" : " (trailing bytes)"));
   }
   return reader;
 }
@@ -266,7 +299,8 @@ Result<Tensor> IdxReader::ReadRow(int64_t row) {
   auto* dst = t.mutable_data<unsigned char>();
   int64_t done = 0;
   while (done < h.row_bytes) {
-    unsigned chunk = static_cast<unsigned>(std::min<int64_t>(h.row_bytes - done, 1 << 30));
+    unsigned chunk =
+        static_cast<unsigned>(std::min<int64_t>(h.row_bytes - done, 1 << 30));
     int got = gzread(gz, dst + done, chunk);
     if (got <= 0) {
       next_row_ = -1;

@@ -9,14 +9,15 @@
 //   then        prod(dims) values of the type, big-endian, row-major
 // A file may be gzipped (detected by the gzip magic; zlib's gz* API reads both).
 //
-// IdxReader reads rows along dimension 0. Every size taken from the file is checked before
-// anything is allocated: the product of the dimensions must not overflow and must fit in
-// the file (exactly, for an uncompressed file; within deflate's maximum expansion ratio, for
-// a gzipped one, whose uncompressed size is only known by decompressing it). Errors name
-// the file and the byte offset (in the uncompressed stream for gzipped files).
+// IdxReader reads rows along dimension 0. Every size taken from the file is checked
+// before anything is allocated: the product of the dimensions must not overflow and must
+// fit in the file (exactly, for an uncompressed file; within deflate's maximum expansion
+// ratio, for a gzipped one, whose uncompressed size is only known by decompressing it).
+// Errors name the file and the byte offset (in the uncompressed stream for gzipped
+// files).
 //
-// Thread-safety: IdxReader is not synchronized; use one per thread. The free functions are
-// thread-safe.
+// Thread-safety: IdxReader is not synchronized; use one per thread. The free functions
+// are thread-safe.
 #ifndef SLUICE_FORMATS_IDX_H_
 #define SLUICE_FORMATS_IDX_H_
 
@@ -59,19 +60,19 @@ struct IdxHeader {
 Result<DType> IdxTypeToDType(uint8_t code);
 Result<uint8_t> DTypeToIdxType(DType dtype);
 
-// Parses `bytes`, which start with a complete header. `max_data_bytes` bounds the data the
-// header may announce (-1: no bound); `path` only names the file in errors.
+// Parses `bytes`, which start with a complete header. `max_data_bytes` bounds the data
+// the header may announce (-1: no bound); `path` only names the file in errors.
 Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
                                  int64_t max_data_bytes = -1);
 
-// Encodes `t` (rank >= 1; uint8, int8, int16, int32, float32 or float64) as an uncompressed
-// IDX file. Used by tests and data generators.
+// Encodes `t` (rank >= 1; uint8, int8, int16, int32, float32 or float64) as an
+// uncompressed IDX file. Used by tests and data generators.
 Result<std::string> EncodeIdx(const Tensor& t);
 
 class IdxReader {
  public:
-  // Opens `path`, reads and validates its header. NotFound / PermissionDenied when the file
-  // cannot be opened; InvalidArgument / DataLoss naming the offset for a bad header.
+  // Opens `path`, reads and validates its header. NotFound / PermissionDenied when the
+  // file cannot be opened; InvalidArgument / DataLoss naming the offset for a bad header.
   static Result<std::unique_ptr<IdxReader>> Open(const std::string& path);
   ~IdxReader();
   IdxReader(const IdxReader&) = delete;

@@ -99,6 +99,18 @@ Result<Element> Function::operator()(Element in, FunctionContext& ctx) const {
   return r;
 }
 
+Status Function::Apply(Element* inout, FunctionContext& ctx) const {
+  if (!impl_ || !impl_->fn) [[unlikely]] {
+    return InvalidArgumentError("function '" + name() + "' is not an element -> element function");
+  }
+  Result<Element> r = impl_->fn(std::move(*inout), ctx);
+  if (!r.ok()) [[unlikely]] {
+    return r.status().WithContext("in function '" + impl_->name + "'");
+  }
+  *inout = std::move(r).value();
+  return Status::OK();
+}
+
 Result<bool> Function::Test(const Element& in, FunctionContext& ctx) const {
   if (impl_ && impl_->pred) {
     auto r = impl_->pred(in, ctx);

@@ -7,36 +7,36 @@ void RegisterBuiltins(Registry* r) {
   // Sources.
   RegisterRangeDataset(r);
   RegisterFromTensorsDataset(r);
-  // RegisterListFilesDataset(r);
-  // RegisterTextLineDataset(r);
-  // RegisterTFRecordDataset(r);
-  // RegisterFixedLengthRecordDataset(r);
-  // RegisterIdxDataset(r);
-  // RegisterImageFolderDataset(r);
+  RegisterListFilesDataset(r);
+  RegisterTextLineDataset(r);
+  RegisterTFRecordDataset(r);
+  RegisterFixedLengthRecordDataset(r);
+  RegisterIdxDataset(r);
+  RegisterImageFolderDataset(r);
 
   // Transformations.
   RegisterMapDataset(r);
-  // RegisterFilterDataset(r);
-  // RegisterInterleaveDataset(r);
+  RegisterFilterDataset(r);
+  RegisterInterleaveDataset(r);
   RegisterBatchDataset(r);
-  // RegisterPaddedBatchDataset(r);
+  RegisterPaddedBatchDataset(r);
   RegisterUnbatchDataset(r);
-  // RegisterShuffleDataset(r);
-  // RegisterRepeatDataset(r);
-  // RegisterTakeSkipDataset(r);
-  // RegisterShardDataset(r);
-  // RegisterZipDataset(r);
-  // RegisterConcatenateDataset(r);
-  // RegisterEnumerateDataset(r);
-  // RegisterCacheDataset(r);
-  // RegisterScanDataset(r);
-  // RegisterWindowDataset(r);
-  // RegisterGroupByWindowDataset(r);
-  // RegisterIgnoreErrorsDataset(r);
+  RegisterShuffleDataset(r);
+  RegisterRepeatDataset(r);
+  RegisterTakeSkipDataset(r);
+  RegisterShardDataset(r);
+  RegisterZipDataset(r);
+  RegisterConcatenateDataset(r);
+  RegisterEnumerateDataset(r);
+  RegisterCacheDataset(r);
+  RegisterScanDataset(r);
+  RegisterWindowDataset(r);
+  RegisterGroupByWindowDataset(r);
+  RegisterIgnoreErrorsDataset(r);
 
   // Kernels.
   RegisterBasicKernels(r);
-  // RegisterExampleKernels(r);
+  RegisterExampleKernels(r);
 }
 
 }  // namespace sluice

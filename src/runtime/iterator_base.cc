@@ -54,6 +54,10 @@ Status IteratorBase::Restore(const CheckpointReader& r) {
 Status IteratorBase::AddContext(const Status& s) const {
   // Errors carry the innermost op that saw them; outer ops do not re-prefix.
   if (s.message().rfind("[op ", 0) == 0) return s;
+  // Child prefixes name their op ("Root/Batch[0]/Map[0]"); the root's is just "Root".
+  if (parent_ == nullptr && prefix_.find('/') == std::string::npos) {
+    return s.WithContext("[op " + prefix_ + "(" + node_->op() + ")]");
+  }
   return s.WithContext("[op " + prefix_ + "]");
 }
 

@@ -16,7 +16,8 @@ class IdxDataset : public DatasetNode {
  public:
   IdxDataset(OpArgs args, ElementSpec spec, std::string path, IdxHeader header)
       : DatasetNode("Idx", std::move(args), std::move(spec)),
-        path_(std::move(path)), header_(std::move(header)) {}
+        path_(std::move(path)),
+        header_(std::move(header)) {}
 
   int64_t Cardinality() const override { return header_.num_rows(); }
   const std::string& path() const { return path_; }
@@ -48,8 +49,9 @@ class IdxIterator : public IteratorBase {
       }
       if (!((*r)->header() == ds_->header())) {
         next_ = rows;
-        return DataLossError("Idx: '" + ds_->path() + "' changed since the dataset was built (" +
-                             "dims " + Shape((*r)->header().dims).ToString() + ", were " +
+        return DataLossError("Idx: '" + ds_->path() +
+                             "' changed since the dataset was built (" + "dims " +
+                             Shape((*r)->header().dims).ToString() + ", were " +
                              Shape(ds_->header().dims).ToString() + ")");
       }
       reader_ = std::move(r).value();
@@ -78,9 +80,9 @@ class IdxIterator : public IteratorBase {
   Status RestoreInternal(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
     if (next < 0 || next > ds_->header().num_rows()) {
-      return DataLossError("Idx: checkpoint row " + std::to_string(next) + " out of range [0, " +
-                           std::to_string(ds_->header().num_rows()) + "] for '" + ds_->path() +
-                           "'");
+      return DataLossError(
+          "Idx: checkpoint row " + std::to_string(next) + " out of range [0, " +
+          std::to_string(ds_->header().num_rows()) + "] for '" + ds_->path() + "'");
     }
     next_ = next;
     return Status::OK();
@@ -102,7 +104,8 @@ Result<std::unique_ptr<IteratorBase>> IdxDataset::MakeIteratorInternal(
 void RegisterIdxDataset(Registry* r) {
   r->RegisterOp("Idx", [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_RETURN_IF_ERROR(CheckArity("Idx", args, 0, 0));
-     SLUICE_ASSIGN_OR_RETURN(std::string path, GetAttr<std::string>(args.attrs, "Idx", "path"));
+     SLUICE_ASSIGN_OR_RETURN(std::string path,
+                             GetAttr<std::string>(args.attrs, "Idx", "path"));
      if (path.empty()) return InvalidArgumentError("Idx: path is empty");
      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IdxReader> reader, IdxReader::Open(path));
      IdxHeader header = reader->header();

@@ -50,8 +50,12 @@ Result<DirEntries> ListDir(const std::string& dir) {
   while (struct dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    struct stat st;
-    bool is_dir = stat(Join(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    bool is_dir = e->d_type == DT_DIR;
+    if (e->d_type == DT_LNK ||
+        e->d_type == DT_UNKNOWN) {  // follow links; some fs lack d_type
+      struct stat st;
+      is_dir = stat(Join(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    }
     (is_dir ? out.dirs : out.files).push_back(std::move(name));
     errno = 0;
   }
@@ -71,7 +75,8 @@ Status WalkClass(const std::string& class_dir, const std::vector<std::string>& e
     std::string dir = std::move(stack.back());
     stack.pop_back();
     struct stat st;
-    if (stat(dir.c_str(), &st) != 0) return ErrnoToStatus(errno, "ImageFolder: cannot stat", dir);
+    if (stat(dir.c_str(), &st) != 0)
+      return ErrnoToStatus(errno, "ImageFolder: cannot stat", dir);
     if (!seen.insert({st.st_dev, st.st_ino}).second) continue;  // a symlink cycle
     SLUICE_ASSIGN_OR_RETURN(DirEntries entries, ListDir(dir));
     for (const std::string& sub : entries.dirs) stack.push_back(Join(dir, sub));
@@ -99,11 +104,14 @@ Status WalkClass(const std::string& class_dir, const std::vector<std::string>& e
 
 class ImageFolderDataset : public DatasetNode {
  public:
-  ImageFolderDataset(OpArgs args, std::vector<std::string> paths, std::vector<int64_t> labels)
+  ImageFolderDataset(OpArgs args, std::vector<std::string> paths,
+                     std::vector<int64_t> labels)
       : DatasetNode("ImageFolder", std::move(args),
-                    ElementSpec{{{DType::kString, PartialShape{}}, {DType::kInt64, PartialShape{}}},
+                    ElementSpec{{{DType::kString, PartialShape{}},
+                                 {DType::kInt64, PartialShape{}}},
                                 MakeNames({"path", "label"})}),
-        paths_(std::move(paths)), labels_(std::move(labels)) {}
+        paths_(std::move(paths)),
+        labels_(std::move(labels)) {}
 
   int64_t Cardinality() const override { return static_cast<int64_t>(paths_.size()); }
   Element Row(size_t i) const {
@@ -146,7 +154,8 @@ class ImageFolderIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
     if (next < 0 || next > ds_->Cardinality()) {
       return DataLossError("ImageFolder: checkpoint index " + std::to_string(next) +
-                           " out of range for " + std::to_string(ds_->Cardinality()) + " files");
+                           " out of range for " + std::to_string(ds_->Cardinality()) +
+                           " files");
     }
     next_ = next;
     return Status::OK();
@@ -176,7 +185,8 @@ Result<DatasetPtr> MakeImageFolder(OpArgs args) {
     e = Lower(e[0] == '.' ? e : "." + e);
   }
   struct stat st;
-  if (stat(root.c_str(), &st) != 0) return ErrnoToStatus(errno, "ImageFolder: root", root);
+  if (stat(root.c_str(), &st) != 0)
+    return ErrnoToStatus(errno, "ImageFolder: root", root);
   if (!S_ISDIR(st.st_mode)) {
     return InvalidArgumentError("ImageFolder: root '" + root + "' is not a directory");
   }
@@ -197,15 +207,17 @@ Result<DatasetPtr> MakeImageFolder(OpArgs args) {
   }
   if (!empty.empty()) {
     std::string names;
-    for (size_t i = 0; i < empty.size() && i < 10; ++i) names += (i ? ", '" : "'") + empty[i] + "'";
+    for (size_t i = 0; i < empty.size() && i < 10; ++i)
+      names += (i ? ", '" : "'") + empty[i] + "'";
     if (empty.size() > 10) names += ", ...";
     std::string ext_list;
     for (size_t i = 0; i < exts.size(); ++i) ext_list += (i ? ", " : "") + exts[i];
-    return NotFoundError("ImageFolder: no " + (exts.empty() ? "" : "'" + ext_list + "' ") +
+    return NotFoundError("ImageFolder: no " +
+                         (exts.empty() ? "" : "'" + ext_list + "' ") +
                          "files for the classes " + names + " under '" + root + "'");
   }
-  return DatasetPtr(
-      std::make_shared<ImageFolderDataset>(std::move(args), std::move(paths), std::move(labels)));
+  return DatasetPtr(std::make_shared<ImageFolderDataset>(
+      std::move(args), std::move(paths), std::move(labels)));
 }
 
 }  // namespace

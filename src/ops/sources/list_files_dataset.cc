@@ -1,13 +1,15 @@
-// ListFiles: the files matching glob patterns (string scalars), like tf.data.Dataset.list_files.
+// ListFiles: the files matching glob patterns (string scalars), like
+// tf.data.Dataset.list_files.
 //
-// Globbing happens when the dataset is built (tf.data also globs at graph construction), so
-// the cardinality is known and matching nothing fails early. Patterns follow glob(3) with
-// GLOB_PERIOD, so `*` also matches names starting with '.', as TensorFlow's fnmatch-based
-// matching does ("." and ".." are never listed). The matches of all patterns are merged,
-// de-duplicated and sorted. With shuffle, each iterator draws a full permutation from
-// Rng(HashCombine(seed, seed_mix)): a new order per top-level iteration and per repeat
-// epoch, like list_files' shuffle(buffer_size=#files, reshuffle_each_iteration=True).
-// Checkpoint: the position; the permutation is recomputed from the same seeds.
+// Globbing happens when the dataset is built (tf.data also globs at graph construction),
+// so the cardinality is known and matching nothing fails early. Patterns follow glob(3)
+// with GLOB_PERIOD, so `*` also matches names starting with '.', as TensorFlow's
+// fnmatch-based matching does ("." and ".." are never listed). The matches of all
+// patterns are merged, de-duplicated and sorted. With shuffle, each iterator draws a full
+// permutation from Rng(HashCombine(seed, seed_mix)): a new order per top-level iteration
+// and per repeat epoch, like list_files' shuffle(buffer_size=#files,
+// reshuffle_each_iteration=True). Checkpoint: the position; the permutation is recomputed
+// from the same seeds.
 #include <glob.h>
 
 #include <algorithm>
@@ -29,8 +31,9 @@ std::string JoinPatterns(const std::vector<std::string>& patterns) {
 
 bool IsDotOrDotDot(const std::string& path) {
   size_t slash = path.rfind('/');
-  std::string_view base = slash == std::string::npos ? std::string_view(path)
-                                                     : std::string_view(path).substr(slash + 1);
+  std::string_view base = slash == std::string::npos
+                              ? std::string_view(path)
+                              : std::string_view(path).substr(slash + 1);
   return base == "." || base == "..";
 }
 
@@ -47,7 +50,8 @@ Result<std::vector<std::string>> Glob(const std::vector<std::string>& patterns) 
     }
     globfree(&g);
     if (rc == GLOB_NOSPACE) {
-      return ResourceExhaustedError("ListFiles: out of memory globbing '" + pattern + "'");
+      return ResourceExhaustedError("ListFiles: out of memory globbing '" + pattern +
+                                    "'");
     }
     if (rc == GLOB_ABORTED) {
       return UnavailableError("ListFiles: read error while globbing '" + pattern + "'");
@@ -56,16 +60,21 @@ Result<std::vector<std::string>> Glob(const std::vector<std::string>& patterns) 
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
   if (files.empty()) {
-    return InvalidArgumentError("ListFiles: no files match the patterns " + JoinPatterns(patterns));
+    return InvalidArgumentError("ListFiles: no files match the patterns " +
+                                JoinPatterns(patterns));
   }
   return files;
 }
 
 class ListFilesDataset : public DatasetNode {
  public:
-  ListFilesDataset(OpArgs args, std::vector<std::string> files, bool shuffle, uint64_t seed)
-      : DatasetNode("ListFiles", std::move(args), ElementSpec{{{DType::kString, PartialShape{}}}}),
-        files_(std::move(files)), shuffle_(shuffle), seed_(seed) {}
+  ListFilesDataset(OpArgs args, std::vector<std::string> files, bool shuffle,
+                   uint64_t seed)
+      : DatasetNode("ListFiles", std::move(args),
+                    ElementSpec{{{DType::kString, PartialShape{}}}}),
+        files_(std::move(files)),
+        shuffle_(shuffle),
+        seed_(seed) {}
 
   int64_t Cardinality() const override { return static_cast<int64_t>(files_.size()); }
   const std::vector<std::string>& files() const { return files_; }
@@ -145,15 +154,16 @@ Result<std::unique_ptr<IteratorBase>> ListFilesDataset::MakeIteratorInternal(
 void RegisterListFilesDataset(Registry* r) {
   r->RegisterOp("ListFiles", [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_RETURN_IF_ERROR(CheckArity("ListFiles", args, 0, 0));
-     SLUICE_ASSIGN_OR_RETURN(auto patterns,
-                             GetAttr<std::vector<std::string>>(args.attrs, "ListFiles", "patterns"));
+     SLUICE_ASSIGN_OR_RETURN(auto patterns, GetAttr<std::vector<std::string>>(
+                                                args.attrs, "ListFiles", "patterns"));
      SLUICE_ASSIGN_OR_RETURN(bool shuffle,
                              GetAttrOr<bool>(args.attrs, "ListFiles", "shuffle", false));
-     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, "ListFiles", "seed", 0));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed,
+                             GetAttrOr<int64_t>(args.attrs, "ListFiles", "seed", 0));
      if (patterns.empty()) return InvalidArgumentError("ListFiles: no patterns given");
      SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files, Glob(patterns));
-     return DatasetPtr(std::make_shared<ListFilesDataset>(std::move(args), std::move(files),
-                                                          shuffle, static_cast<uint64_t>(seed)));
+     return DatasetPtr(std::make_shared<ListFilesDataset>(
+         std::move(args), std::move(files), shuffle, static_cast<uint64_t>(seed)));
    }).IgnoreError();
 }
 

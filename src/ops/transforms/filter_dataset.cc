@@ -79,7 +79,8 @@ void RegisterFilterDataset(Registry* r) {
      SLUICE_RETURN_IF_ERROR(CheckArity("Filter", args, 1, 1));
      SLUICE_RETURN_IF_ERROR(
          CheckFunctionKind("Filter", args.functions[0], Function::Kind::kPredicate));
-     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, "Filter", "seed", 0));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed,
+                             GetAttrOr<int64_t>(args.attrs, "Filter", "seed", 0));
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<FilterDataset>(std::move(args), std::move(spec),
                                                        static_cast<uint64_t>(seed)));

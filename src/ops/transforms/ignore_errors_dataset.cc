@@ -9,8 +9,9 @@ namespace sluice {
 namespace {
 
 // Iterators make progress after an error, but an op that cannot go on may keep returning
-// the same error. After this many identical errors in a row the error is passed on instead
-// of looping forever (each later call retries, so the work per call stays bounded).
+// the same error. After this many identical errors in a row the error is passed on
+// instead of looping forever (each later call retries, so the work per call stays
+// bounded).
 constexpr int64_t kMaxIdenticalErrors = 10000;
 
 class IgnoreErrorsDataset : public DatasetNode {
@@ -47,7 +48,8 @@ class IgnoreErrorsIterator : public IteratorBase {
       if (r.ok()) return r;
       identical = r.status() == last ? identical + 1 : 1;
       if (identical >= kMaxIdenticalErrors) {
-        return r.status().WithContext("IgnoreErrors: the input keeps failing with the same error");
+        return r.status().WithContext(
+            "IgnoreErrors: the input keeps failing with the same error");
       }
       stats().elements_skipped.fetch_add(1, std::memory_order_relaxed);
       last = r.status();
@@ -55,7 +57,9 @@ class IgnoreErrorsIterator : public IteratorBase {
   }
 
   Status SaveInternal(CheckpointWriter* w) const override { return input_->Save(w); }
-  Status RestoreInternal(const CheckpointReader& r) override { return input_->Restore(r); }
+  Status RestoreInternal(const CheckpointReader& r) override {
+    return input_->Restore(r);
+  }
 
  private:
   std::unique_ptr<IteratorBase> input_;
@@ -72,7 +76,8 @@ void RegisterIgnoreErrorsDataset(Registry* r) {
   r->RegisterOp("IgnoreErrors", [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_RETURN_IF_ERROR(CheckArity("IgnoreErrors", args, 1, 0));
      ElementSpec spec = args.inputs[0]->element_spec();
-     return DatasetPtr(std::make_shared<IgnoreErrorsDataset>(std::move(args), std::move(spec)));
+     return DatasetPtr(
+         std::make_shared<IgnoreErrorsDataset>(std::move(args), std::move(spec)));
    }).IgnoreError();
 }
 

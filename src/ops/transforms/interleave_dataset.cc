@@ -17,7 +17,9 @@ class InterleaveDataset : public DatasetNode {
   InterleaveDataset(std::string op, OpArgs args, ElementSpec spec, int64_t cycle_length,
                     int64_t block_length, uint64_t seed)
       : DatasetNode(std::move(op), std::move(args), std::move(spec)),
-        cycle_length_(cycle_length), block_length_(block_length), seed_(seed) {}
+        cycle_length_(cycle_length),
+        block_length_(block_length),
+        seed_(seed) {}
 
   // tf.data reports UNKNOWN for interleave and flat_map.
   int64_t Cardinality() const override {
@@ -93,10 +95,10 @@ class InterleaveIterator : public IteratorBase {
   Status RestoreInternal(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(int64_t cycle_length, r.ReadInt(prefix(), "cycle_length"));
     if (cycle_length != ds_->cycle_length()) {
-      return FailedPreconditionError(
-          node().op() + ": checkpoint was taken with cycle_length " +
-          std::to_string(cycle_length) + ", this one has " +
-          std::to_string(ds_->cycle_length()));
+      return FailedPreconditionError(node().op() +
+                                     ": checkpoint was taken with cycle_length " +
+                                     std::to_string(cycle_length) + ", this one has " +
+                                     std::to_string(ds_->cycle_length()));
     }
     SLUICE_ASSIGN_OR_RETURN(input_position_, r.ReadInt(prefix(), "input_position"));
     SLUICE_ASSIGN_OR_RETURN(int64_t eoi, r.ReadInt(prefix(), "end_of_input"));
@@ -122,8 +124,9 @@ class InterleaveIterator : public IteratorBase {
       if (pos < 0) continue;
       if (pos >= input_position_) {
         return DataLossError(node().op() + ": checkpoint slot " + std::to_string(i) +
-                             " has position " + std::to_string(pos) + " beyond the input " +
-                             "position " + std::to_string(input_position_));
+                             " has position " + std::to_string(pos) +
+                             " beyond the input " + "position " +
+                             std::to_string(input_position_));
       }
       SLUICE_ASSIGN_OR_RETURN(Element e, r.ReadElement(prefix(), key + ".element"));
       SLUICE_ASSIGN_OR_RETURN(slots_[i].it, MakeInner(e, pos, i));
@@ -151,8 +154,10 @@ class InterleaveIterator : public IteratorBase {
       return Status::OK();
     }
     const int64_t pos = input_position_++;
-    if (static_cast<int64_t>(slots_.size()) <= cycle_index_) slots_.resize(cycle_index_ + 1);
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, MakeInner(*in, pos, cycle_index_));
+    if (static_cast<int64_t>(slots_.size()) <= cycle_index_)
+      slots_.resize(cycle_index_ + 1);
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it,
+                            MakeInner(*in, pos, cycle_index_));
     Slot& s = slots_[cycle_index_];
     s.it = std::move(it);
     s.element = std::move(*in);
@@ -171,8 +176,9 @@ class InterleaveIterator : public IteratorBase {
       bool ok = want.size() == got.size();
       for (size_t i = 0; ok && i < want.size(); ++i) ok = want[i].dtype == got[i].dtype;
       if (!ok) {
-        return InvalidArgumentError("function '" + ds_->fn().name() + "' returned a dataset of " +
-                                    got.ToString() + ", expected " + want.ToString());
+        return InvalidArgumentError("function '" + ds_->fn().name() +
+                                    "' returned a dataset of " + got.ToString() +
+                                    ", expected " + want.ToString());
       }
     }
     return MakeChild(inner.node(), ctx_.Mixed(static_cast<uint64_t>(pos)),
@@ -218,17 +224,21 @@ Result<std::unique_ptr<IteratorBase>> InterleaveDataset::MakeIteratorInternal(
 
 Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool flat_map) {
   SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
-  SLUICE_RETURN_IF_ERROR(CheckFunctionKind(op, args.functions[0], Function::Kind::kDataset));
+  SLUICE_RETURN_IF_ERROR(
+      CheckFunctionKind(op, args.functions[0], Function::Kind::kDataset));
   SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
   int64_t cycle_length = 1, block_length = 1;
   if (!flat_map) {
-    SLUICE_ASSIGN_OR_RETURN(cycle_length, GetAttr<int64_t>(args.attrs, op, "cycle_length"));
-    SLUICE_ASSIGN_OR_RETURN(block_length, GetAttrOr<int64_t>(args.attrs, op, "block_length", 1));
+    SLUICE_ASSIGN_OR_RETURN(cycle_length,
+                            GetAttr<int64_t>(args.attrs, op, "cycle_length"));
+    SLUICE_ASSIGN_OR_RETURN(block_length,
+                            GetAttrOr<int64_t>(args.attrs, op, "block_length", 1));
     if (cycle_length == kAutotune) {
       cycle_length = std::max<int64_t>(1, std::thread::hardware_concurrency());
     }
     if (cycle_length <= 0) {
-      return InvalidArgumentError(op + ": cycle_length must be > 0 or AUTOTUNE (-1), got " +
+      return InvalidArgumentError(op +
+                                  ": cycle_length must be > 0 or AUTOTUNE (-1), got " +
                                   std::to_string(cycle_length));
     }
     if (block_length <= 0) {
@@ -241,18 +251,20 @@ Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool flat_map) {
     if (!s->ok()) return s->status().WithContext(op);
     spec = **s;
   }
-  return DatasetPtr(std::make_shared<InterleaveDataset>(op, std::move(args), std::move(spec),
-                                                        cycle_length, block_length,
-                                                        static_cast<uint64_t>(seed)));
+  return DatasetPtr(std::make_shared<InterleaveDataset>(
+      op, std::move(args), std::move(spec), cycle_length, block_length,
+      static_cast<uint64_t>(seed)));
 }
 
 }  // namespace
 
 void RegisterInterleaveDataset(Registry* r) {
-  r->RegisterOp("Interleave", [](OpArgs a) { return Make("Interleave", std::move(a), false); })
-      .IgnoreError();
-  r->RegisterOp("FlatMap", [](OpArgs a) { return Make("FlatMap", std::move(a), true); })
-      .IgnoreError();
+  r->RegisterOp("Interleave", [](OpArgs a) {
+     return Make("Interleave", std::move(a), false);
+   }).IgnoreError();
+  r->RegisterOp("FlatMap", [](OpArgs a) {
+     return Make("FlatMap", std::move(a), true);
+   }).IgnoreError();
 }
 
 }  // namespace sluice

@@ -36,11 +36,11 @@ class MapIterator : public IteratorBase {
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
     Result<std::optional<Element>> r = input_->GetNext();
-    if (!r.ok() || !r->has_value()) return r;
-    FunctionContext fctx(ds_->seed(), position_++);
-    Result<Element> out = ds_->fn()(std::move(**r), fctx);
-    if (!out.ok()) return out.status();
-    **r = std::move(*out);
+    if (r.ok() && r->has_value()) [[likely]] {
+      FunctionContext fctx(ds_->seed(), position_++);
+      Status s = ds_->fn().Apply(&**r, fctx);
+      if (!s.ok()) [[unlikely]] r = std::move(s);
+    }
     return r;
   }
 

@@ -18,11 +18,13 @@ std::string Str(int64_t v) { return std::to_string(v); }
 class PaddedBatchDataset : public DatasetNode {
  public:
   PaddedBatchDataset(OpArgs args, ElementSpec spec, int64_t batch_size,
-                     std::vector<PartialShape> padded_shapes, std::vector<Tensor> padding_values,
-                     bool drop_remainder)
+                     std::vector<PartialShape> padded_shapes,
+                     std::vector<Tensor> padding_values, bool drop_remainder)
       : DatasetNode(std::string(kOp), std::move(args), std::move(spec)),
-        batch_size_(batch_size), padded_shapes_(std::move(padded_shapes)),
-        padding_values_(std::move(padding_values)), drop_remainder_(drop_remainder) {}
+        batch_size_(batch_size),
+        padded_shapes_(std::move(padded_shapes)),
+        padding_values_(std::move(padding_values)),
+        drop_remainder_(drop_remainder) {}
 
   int64_t Cardinality() const override {
     int64_t c = input(0)->Cardinality();
@@ -44,7 +46,7 @@ class PaddedBatchDataset : public DatasetNode {
 
   int64_t batch_size_;
   std::vector<PartialShape> padded_shapes_;  // empty: batch max everywhere
-  std::vector<Tensor> padding_values_;       // empty: zeros; one: used for every component
+  std::vector<Tensor> padding_values_;  // empty: zeros; one: used for every component
   bool drop_remainder_;
 };
 
@@ -125,13 +127,15 @@ Result<Tensor> PaddedBatchDataset::PadComponent(const std::vector<Element>& rows
   for (size_t i = 0; i < rows.size(); ++i) {
     const Tensor& t = rows[i][c];
     if (t.dtype() != dtype) {
-      return InvalidArgumentError(comp + ": elements of one batch have different dtypes (" +
+      return InvalidArgumentError(comp +
+                                  ": elements of one batch have different dtypes (" +
                                   std::string(DTypeName(dtype)) + " and " +
                                   std::string(DTypeName(t.dtype())) + ")");
     }
     if (t.rank() != rank) {
-      return InvalidArgumentError(comp + ": elements of one batch have different ranks (" +
-                                  first.shape().ToString() + " and " + t.shape().ToString() + ")");
+      return InvalidArgumentError(
+          comp + ": elements of one batch have different ranks (" +
+          first.shape().ToString() + " and " + t.shape().ToString() + ")");
     }
     for (int d = 0; d < rank; ++d) target[d] = std::max(target[d], t.dim(d));
   }
@@ -142,9 +146,9 @@ Result<Tensor> PaddedBatchDataset::PadComponent(const std::vector<Element>& rows
       if (target[d] > p) {
         for (const Element& row : rows) {
           if (row[c].dim(d) > p) {
-            return InvalidArgumentError(comp + ": element of shape " +
-                                        row[c].shape().ToString() +
-                                        " is larger than the padded shape " + padded->ToString());
+            return InvalidArgumentError(
+                comp + ": element of shape " + row[c].shape().ToString() +
+                " is larger than the padded shape " + padded->ToString());
           }
         }
       }
@@ -155,9 +159,9 @@ Result<Tensor> PaddedBatchDataset::PadComponent(const std::vector<Element>& rows
   if (!padding_values_.empty()) {
     value = padding_values_[padding_values_.size() == 1 ? 0 : c];
     if (value.dtype() != dtype) {
-      return InvalidArgumentError(comp + ": padding value is " +
-                                  std::string(DTypeName(value.dtype())) + " but the component is " +
-                                  std::string(DTypeName(dtype)));
+      return InvalidArgumentError(
+          comp + ": padding value is " + std::string(DTypeName(value.dtype())) +
+          " but the component is " + std::string(DTypeName(dtype)));
     }
   }
   Shape shape(target);
@@ -171,10 +175,12 @@ Result<Tensor> PaddedBatchDataset::PadComponent(const std::vector<Element>& rows
     if (value.valid()) {
       Fill(value, &out);
     } else if (dtype != DType::kString && out.num_elements() > 0) {
-      memset(out.mutable_data<char>(), 0, static_cast<size_t>(out.num_elements()) * DTypeSize(dtype));
+      memset(out.mutable_data<char>(), 0,
+             static_cast<size_t>(out.num_elements()) * DTypeSize(dtype));
     }
   }
-  for (size_t i = 0; i < rows.size(); ++i) CopyPadded(rows[i][c], &out, static_cast<int64_t>(i));
+  for (size_t i = 0; i < rows.size(); ++i)
+    CopyPadded(rows[i][c], &out, static_cast<int64_t>(i));
   return out;
 }
 
@@ -182,8 +188,8 @@ Result<Element> PaddedBatchDataset::MakeBatch(const std::vector<Element>& rows) 
   const size_t k = rows[0].size();
   for (const Element& row : rows) {
     if (row.size() != k) {
-      return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +
-                                  std::to_string(row.size()) + " components");
+      return InvalidArgumentError("cannot batch elements with " + std::to_string(k) +
+                                  " and " + std::to_string(row.size()) + " components");
     }
   }
   if (!padded_shapes_.empty() && padded_shapes_.size() != k) {
@@ -230,7 +236,7 @@ class PaddedBatchIterator : public IteratorBase {
     }
     auto out = ds_->MakeBatch(rows_);
     rows_.clear();
-    if (!out.ok()) return out.status();
+    if (!out.ok()) return out.status().WithContext("PaddedBatch");
     return std::move(out).value();
   }
 
@@ -243,7 +249,9 @@ class PaddedBatchIterator : public IteratorBase {
   }
 
   Status SaveInternal(CheckpointWriter* w) const override { return input_->Save(w); }
-  Status RestoreInternal(const CheckpointReader& r) override { return input_->Restore(r); }
+  Status RestoreInternal(const CheckpointReader& r) override {
+    return input_->Restore(r);
+  }
 
  private:
   const PaddedBatchDataset* ds_;
@@ -258,13 +266,15 @@ Result<std::unique_ptr<IteratorBase>> PaddedBatchDataset::MakeIteratorInternal(
 
 // Checks padded shapes and padding values against a known input spec (tf.data raises the
 // same errors when the dataset is built) and returns the output spec.
-Result<ElementSpec> OutputSpec(const ElementSpec& in, const std::vector<PartialShape>& padded,
+Result<ElementSpec> OutputSpec(const ElementSpec& in,
+                               const std::vector<PartialShape>& padded,
                                const std::vector<Tensor>& values, int64_t batch) {
   if (in.unknown) return in;
   const size_t k = in.size();
   if (!padded.empty() && padded.size() != k) {
-    return InvalidArgumentError(std::to_string(padded.size()) + " padded shapes for elements of " +
-                                std::to_string(k) + " components " + in.ToString());
+    return InvalidArgumentError(std::to_string(padded.size()) +
+                                " padded shapes for elements of " + std::to_string(k) +
+                                " components " + in.ToString());
   }
   if (values.size() > 1 && values.size() != k) {
     return InvalidArgumentError(std::to_string(values.size()) +
@@ -278,8 +288,9 @@ Result<ElementSpec> OutputSpec(const ElementSpec& in, const std::vector<PartialS
     if (!values.empty()) {
       const Tensor& v = values[values.size() == 1 ? 0 : c];
       if (v.dtype() != s.dtype) {
-        return InvalidArgumentError("padding value for component " + std::to_string(c) + " is " +
-                                    std::string(DTypeName(v.dtype())) + " but the component is " +
+        return InvalidArgumentError("padding value for component " + std::to_string(c) +
+                                    " is " + std::string(DTypeName(v.dtype())) +
+                                    " but the component is " +
                                     std::string(DTypeName(s.dtype)));
       }
     }
@@ -290,16 +301,16 @@ Result<ElementSpec> OutputSpec(const ElementSpec& in, const std::vector<PartialS
         if (p.rank() != s.shape.rank()) {
           return InvalidArgumentError("padded shape " + p.ToString() + " of component " +
                                       std::to_string(c) + " has rank " + Str(p.rank()) +
-                                      ", the component " + s.shape.ToString() + " has rank " +
-                                      Str(s.shape.rank()));
+                                      ", the component " + s.shape.ToString() +
+                                      " has rank " + Str(s.shape.rank()));
         }
         std::vector<int64_t> dims(p.rank());
         for (int d = 0; d < p.rank(); ++d) {
           const int64_t pd = p.dim(d), sd = s.shape.dim(d);
           if (pd >= 0 && sd >= 0 && sd > pd) {
-            return InvalidArgumentError("padded shape " + p.ToString() +
-                                        " is smaller than the shape " + s.shape.ToString() +
-                                        " of component " + std::to_string(c));
+            return InvalidArgumentError(
+                "padded shape " + p.ToString() + " is smaller than the shape " +
+                s.shape.ToString() + " of component " + std::to_string(c));
           }
           dims[d] = pd >= 0 ? pd : sd;
         }
@@ -325,12 +336,14 @@ void RegisterPaddedBatchDataset(Registry* r) {
                                               args.attrs, kOp, "padding_values", {}));
      SLUICE_ASSIGN_OR_RETURN(bool drop,
                              GetAttrOr<bool>(args.attrs, kOp, "drop_remainder", false));
-     if (bs <= 0) return InvalidArgumentError("PaddedBatch: batch_size must be > 0, got " + Str(bs));
+     if (bs <= 0)
+       return InvalidArgumentError("PaddedBatch: batch_size must be > 0, got " + Str(bs));
      for (size_t i = 0; i < padded.size(); ++i) {
        if (!padded[i].rank_known()) continue;
        for (int64_t d : padded[i].dims()) {
          if (d < -1) {
-           return InvalidArgumentError("PaddedBatch: padded shape " + padded[i].ToString() +
+           return InvalidArgumentError("PaddedBatch: padded shape " +
+                                       padded[i].ToString() +
                                        " has a negative dimension");
          }
        }
@@ -338,14 +351,16 @@ void RegisterPaddedBatchDataset(Registry* r) {
      for (size_t i = 0; i < values.size(); ++i) {
        if (!values[i].valid() || values[i].rank() != 0) {
          return InvalidArgumentError("PaddedBatch: padding value " + std::to_string(i) +
-                                     " must be a scalar, got " + values[i].DebugString(2));
+                                     " must be a scalar, got " +
+                                     values[i].DebugString(2));
        }
      }
-     auto spec = OutputSpec(args.inputs[0]->element_spec(), padded, values, drop ? bs : -1);
+     auto spec =
+         OutputSpec(args.inputs[0]->element_spec(), padded, values, drop ? bs : -1);
      if (!spec.ok()) return spec.status().WithContext("PaddedBatch");
-     return DatasetPtr(std::make_shared<PaddedBatchDataset>(std::move(args), std::move(*spec), bs,
-                                                            std::move(padded), std::move(values),
-                                                            drop));
+     return DatasetPtr(std::make_shared<PaddedBatchDataset>(
+         std::move(args), std::move(*spec), bs, std::move(padded), std::move(values),
+         drop));
    }).IgnoreError();
 }
 

@@ -133,9 +133,11 @@ Result<std::unique_ptr<IteratorBase>> RepeatDataset::MakeIteratorInternal(
 void RegisterRepeatDataset(Registry* r) {
   r->RegisterOp("Repeat", [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_RETURN_IF_ERROR(CheckArity("Repeat", args, 1, 0));
-     SLUICE_ASSIGN_OR_RETURN(int64_t count, GetAttrOr<int64_t>(args.attrs, "Repeat", "count", -1));
+     SLUICE_ASSIGN_OR_RETURN(int64_t count,
+                             GetAttrOr<int64_t>(args.attrs, "Repeat", "count", -1));
      ElementSpec spec = args.inputs[0]->element_spec();
-     return DatasetPtr(std::make_shared<RepeatDataset>(std::move(args), std::move(spec), count));
+     return DatasetPtr(
+         std::make_shared<RepeatDataset>(std::move(args), std::move(spec), count));
    }).IgnoreError();
 }
 

@@ -10,9 +10,11 @@ namespace {
 
 class ScanDataset : public DatasetNode {
  public:
-  ScanDataset(OpArgs args, ElementSpec spec, std::vector<Tensor> initial_state, uint64_t seed)
+  ScanDataset(OpArgs args, ElementSpec spec, std::vector<Tensor> initial_state,
+              uint64_t seed)
       : DatasetNode("Scan", std::move(args), std::move(spec)),
-        initial_state_(std::move(initial_state)), seed_(seed) {}
+        initial_state_(std::move(initial_state)),
+        seed_(seed) {}
 
   int64_t Cardinality() const override { return input(0)->Cardinality(); }
   const Function& fn() const { return functions()[0]; }
@@ -49,15 +51,16 @@ class ScanIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(Element out, ds_->fn()(Element(std::move(args)), fctx));
     const size_t s = state_.size();
     if (out.size() < s) {
-      return InvalidArgumentError("scan function '" + ds_->fn().name() + "' returned " +
-                                  std::to_string(out.size()) + " components, fewer than the " +
-                                  std::to_string(s) + " state components");
+      return InvalidArgumentError("Scan: function '" + ds_->fn().name() + "' returned " +
+                                  std::to_string(out.size()) +
+                                  " components, fewer than the " + std::to_string(s) +
+                                  " state components");
     }
     for (size_t i = 0; i < s; ++i) {
       const Tensor& t = out[i];
       if (t.dtype() != state_[i].dtype() || t.shape() != state_[i].shape()) {
         return InvalidArgumentError(
-            "scan function '" + ds_->fn().name() + "' returned state component " +
+            "Scan: function '" + ds_->fn().name() + "' returned state component " +
             std::to_string(i) + " as " + std::string(DTypeName(t.dtype())) +
             t.shape().ToString() + ", but the state is " +
             std::string(DTypeName(state_[i].dtype())) + state_[i].shape().ToString());
@@ -67,7 +70,8 @@ class ScanIterator : public IteratorBase {
     for (size_t i = 0; i < s; ++i) state_[i] = std::move(out[i]);
     Names names;
     if (out.names() && out.names()->size() == out.size()) {
-      names = MakeNames(std::vector<std::string>(out.names()->begin() + s, out.names()->end()));
+      names = MakeNames(
+          std::vector<std::string>(out.names()->begin() + s, out.names()->end()));
     }
     return Element(std::move(rest), std::move(names));
   }
@@ -84,12 +88,14 @@ class ScanIterator : public IteratorBase {
     const auto& init = ds_->initial_state();
     if (state.size() != init.size()) {
       return DataLossError("checkpoint holds " + std::to_string(state.size()) +
-                           " state components, the scan has " + std::to_string(init.size()));
+                           " state components, the scan has " +
+                           std::to_string(init.size()));
     }
     for (size_t i = 0; i < init.size(); ++i) {
       if (state[i].dtype() != init[i].dtype() || state[i].shape() != init[i].shape()) {
         return DataLossError("checkpoint state component " + std::to_string(i) + " is " +
-                             state[i].DebugString(0) + ", expected " + init[i].DebugString(0));
+                             state[i].DebugString(0) + ", expected " +
+                             init[i].DebugString(0));
       }
     }
     state_ = std::move(state.tensors());
@@ -113,7 +119,8 @@ Result<ElementSpec> ScanSpec(const Function& fn, const std::vector<Tensor>& stat
                              const ElementSpec& in) {
   if (in.unknown) return ElementSpec::Unknown();
   ElementSpec args;
-  for (const Tensor& t : state) args.components.push_back({t.dtype(), PartialShape(t.shape())});
+  for (const Tensor& t : state)
+    args.components.push_back({t.dtype(), PartialShape(t.shape())});
   for (const TensorSpec& c : in.components) args.components.push_back(c);
   auto declared = fn.OutputSpec(args);
   if (!declared) return ElementSpec::Unknown();
@@ -126,18 +133,19 @@ Result<ElementSpec> ScanSpec(const Function& fn, const std::vector<Tensor>& stat
                                 std::to_string(state.size()) + " state components");
   }
   for (size_t i = 0; i < state.size(); ++i) {
-    if (out[i].dtype != state[i].dtype() || !out[i].shape.IsCompatibleWith(state[i].shape())) {
-      return InvalidArgumentError("function '" + fn.name() + "' declares state component " +
-                                  std::to_string(i) + " as " + out[i].ToString() +
-                                  ", but the state is " + std::string(DTypeName(state[i].dtype())) +
-                                  state[i].shape().ToString());
+    if (out[i].dtype != state[i].dtype() ||
+        !out[i].shape.IsCompatibleWith(state[i].shape())) {
+      return InvalidArgumentError(
+          "function '" + fn.name() + "' declares state component " + std::to_string(i) +
+          " as " + out[i].ToString() + ", but the state is " +
+          std::string(DTypeName(state[i].dtype())) + state[i].shape().ToString());
     }
   }
   ElementSpec spec;
   spec.components.assign(out.components.begin() + state.size(), out.components.end());
   if (out.names && out.names->size() == out.size()) {
-    spec.names = MakeNames(std::vector<std::string>(out.names->begin() + state.size(),
-                                                    out.names->end()));
+    spec.names = MakeNames(
+        std::vector<std::string>(out.names->begin() + state.size(), out.names->end()));
   }
   return spec;
 }
@@ -149,13 +157,14 @@ void RegisterScanDataset(Registry* r) {
      SLUICE_RETURN_IF_ERROR(CheckArity("Scan", args, 1, 1));
      SLUICE_RETURN_IF_ERROR(
          CheckFunctionKind("Scan", args.functions[0], Function::Kind::kElement));
-     SLUICE_ASSIGN_OR_RETURN(auto state,
-                             GetAttr<std::vector<Tensor>>(args.attrs, "Scan", "initial_state"));
-     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, "Scan", "seed", 0));
+     SLUICE_ASSIGN_OR_RETURN(
+         auto state, GetAttr<std::vector<Tensor>>(args.attrs, "Scan", "initial_state"));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed,
+                             GetAttrOr<int64_t>(args.attrs, "Scan", "seed", 0));
      for (size_t i = 0; i < state.size(); ++i) {
        if (!state[i].valid()) {
-         return InvalidArgumentError("Scan: initial state component " + std::to_string(i) +
-                                     " is invalid");
+         return InvalidArgumentError("Scan: initial state component " +
+                                     std::to_string(i) + " is invalid");
        }
      }
      auto spec = ScanSpec(args.functions[0], state, args.inputs[0]->element_spec());

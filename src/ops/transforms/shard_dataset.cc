@@ -14,7 +14,8 @@ class ShardDataset : public DatasetNode {
  public:
   ShardDataset(OpArgs args, ElementSpec spec, int64_t num_shards, int64_t index)
       : DatasetNode("Shard", std::move(args), std::move(spec)),
-        num_shards_(num_shards), index_(index) {}
+        num_shards_(num_shards),
+        index_(index) {}
 
   int64_t Cardinality() const override {
     const int64_t n = input(0)->Cardinality();
@@ -121,18 +122,20 @@ void RegisterShardDataset(Registry* r) {
      SLUICE_RETURN_IF_ERROR(CheckArity("Shard", args, 1, 0));
      SLUICE_ASSIGN_OR_RETURN(int64_t num_shards,
                              GetAttr<int64_t>(args.attrs, "Shard", "num_shards"));
-     SLUICE_ASSIGN_OR_RETURN(int64_t index, GetAttr<int64_t>(args.attrs, "Shard", "index"));
+     SLUICE_ASSIGN_OR_RETURN(int64_t index,
+                             GetAttr<int64_t>(args.attrs, "Shard", "index"));
      if (num_shards <= 0) {
        return InvalidArgumentError("Shard: num_shards must be > 0, got " +
                                    std::to_string(num_shards));
      }
      if (index < 0 || index >= num_shards) {
-       return InvalidArgumentError("Shard: index must be in [0, " + std::to_string(num_shards) +
-                                   "), got " + std::to_string(index));
+       return InvalidArgumentError("Shard: index must be in [0, " +
+                                   std::to_string(num_shards) + "), got " +
+                                   std::to_string(index));
      }
      ElementSpec spec = args.inputs[0]->element_spec();
-     return DatasetPtr(
-         std::make_shared<ShardDataset>(std::move(args), std::move(spec), num_shards, index));
+     return DatasetPtr(std::make_shared<ShardDataset>(std::move(args), std::move(spec),
+                                                      num_shards, index));
    }).IgnoreError();
 }
 

@@ -2,12 +2,13 @@
 // and refills that slot with the next input element; at the end of the input the buffer
 // drains in random order (tf.data ShuffleDatasetOp).
 //
-// Checkpoints. When the input is replayable, the buffer is not stored: only the RNG state,
-// the number of input elements consumed and, per slot, the input index of its element.
-// Restore walks a fresh input iterator, skipping the gaps between buffered indices (cheap
-// for ranges, slices, batches, skippable maps) and reading back only the buffered elements.
-// When the input is not replayable, or when an input error was seen (errors make input
-// positions ambiguous on replay), the buffered elements and the input state are stored.
+// Checkpoints. When the input is replayable, the buffer is not stored: only the RNG
+// state, the number of input elements consumed and, per slot, the input index of its
+// element. Restore walks a fresh input iterator, skipping the gaps between buffered
+// indices (cheap for ranges, slices, batches, skippable maps) and reading back only the
+// buffered elements. When the input is not replayable, or when an input error was seen
+// (errors make input positions ambiguous on replay), the buffered elements and the input
+// state are stored.
 #include <algorithm>
 
 #include "core/coding.h"
@@ -24,7 +25,9 @@ class ShuffleDataset : public DatasetNode {
   ShuffleDataset(OpArgs args, ElementSpec spec, int64_t buffer_size, uint64_t seed,
                  bool reshuffle)
       : DatasetNode("Shuffle", std::move(args), std::move(spec)),
-        buffer_size_(buffer_size), seed_(seed), reshuffle_(reshuffle) {}
+        buffer_size_(buffer_size),
+        seed_(seed),
+        reshuffle_(reshuffle) {}
 
   int64_t Cardinality() const override { return input(0)->Cardinality(); }
   int64_t buffer_size() const { return buffer_size_; }
@@ -47,9 +50,11 @@ class ShuffleIterator : public IteratorBase {
       : IteratorBase(ds->shared(), prefix), ds_(ds), rng_(0) {}
 
   Status Initialize(const IteratorContext& ctx) override {
-    uint64_t seed = ds_->reshuffle() ? HashCombine(ds_->seed(), ctx.seed_mix) : ds_->seed();
+    uint64_t seed =
+        ds_->reshuffle() ? HashCombine(ds_->seed(), ctx.seed_mix) : ds_->seed();
     rng_ = Rng(seed);
     replayable_ = node().input(0)->IsReplayable();
+    ctx_ = ctx;
     SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
     return Status::OK();
   }
@@ -58,7 +63,10 @@ class ShuffleIterator : public IteratorBase {
   Result<std::optional<Element>> GetNextInternal() override {
     // Refill the slot emptied by the previous call, then top the buffer up.
     if (hole_ >= 0) {
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, ReadInput());
+      std::optional<Element> e;
+      if (!end_of_input_) {
+        SLUICE_ASSIGN_OR_RETURN(e, ReadInput());
+      }
       if (e) {
         buffer_[hole_] = {std::move(*e), consumed_ - 1};
       } else {
@@ -95,7 +103,8 @@ class ShuffleIterator : public IteratorBase {
       // Ages (consumed - 1 - index) are small, so their varints are short.
       std::string ages;
       for (int64_t i = 0; i < static_cast<int64_t>(buffer_.size()); ++i) {
-        if (i != hole_) PutVarint64(&ages, static_cast<uint64_t>(consumed_ - 1 - buffer_[i].index));
+        if (i != hole_)
+          PutVarint64(&ages, static_cast<uint64_t>(consumed_ - 1 - buffer_[i].index));
       }
       w->WriteString(p, "ages", ages);
       return Status::OK();  // the input is rebuilt by replay
@@ -121,9 +130,9 @@ class ShuffleIterator : public IteratorBase {
     const int64_t live = size - (hole >= 0 ? 1 : 0);
     if (used < 0 || used > 4 || consumed < 0 || size < 0 || size > ds_->buffer_size() ||
         hole < -1 || hole >= size || live > consumed) {
-      return DataLossError("Shuffle: inconsistent checkpoint (size " + std::to_string(size) +
-                           ", hole " + std::to_string(hole) + ", consumed " +
-                           std::to_string(consumed) + ", buffer_size " +
+      return DataLossError("Shuffle: inconsistent checkpoint (size " +
+                           std::to_string(size) + ", hole " + std::to_string(hole) +
+                           ", consumed " + std::to_string(consumed) + ", buffer_size " +
                            std::to_string(ds_->buffer_size()) + ")");
     }
     st = {static_cast<uint64_t>(key), static_cast<uint64_t>(stream),
@@ -131,21 +140,25 @@ class ShuffleIterator : public IteratorBase {
     rng_ = Rng::FromState(st);
     consumed_ = consumed;
     end_of_input_ = eoi != 0;
+    // A fresh input iterator: replay walks it from the start.
+    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx_));
     hole_ = hole;
     buffer_.clear();
     if (by_index) {
       if (!replayable_) {
         return FailedPreconditionError(
-            "Shuffle: checkpoint stores buffer positions but the input is not replayable");
+            "Shuffle: checkpoint stores buffer positions but the input is not "
+            "replayable");
       }
       SLUICE_RETURN_IF_ERROR(RestoreByReplay(r, size));
     } else {
       indices_valid_ = false;  // positions of restored elements are not known
-      buffer_.reserve(size);
+      // No reserve(size): each slot must be present in the checkpoint, which bounds it.
       for (int64_t i = 0; i < size; ++i) {
         Slot s;
         if (i != hole_) {
-          SLUICE_ASSIGN_OR_RETURN(s.element, r.ReadElement(p, "slot" + std::to_string(i)));
+          SLUICE_ASSIGN_OR_RETURN(s.element,
+                                  r.ReadElement(p, "slot" + std::to_string(i)));
         }
         buffer_.push_back(std::move(s));
       }
@@ -181,8 +194,9 @@ class ShuffleIterator : public IteratorBase {
     const int64_t live = size - (hole_ >= 0 ? 1 : 0);
     // Every varint takes at least one byte: bound the count before allocating.
     if (static_cast<int64_t>(ages.size()) < live) {
-      return DataLossError("Shuffle: checkpoint 'ages' holds " + std::to_string(ages.size()) +
-                           " bytes for " + std::to_string(live) + " buffered elements");
+      return DataLossError("Shuffle: checkpoint 'ages' holds " +
+                           std::to_string(ages.size()) + " bytes for " +
+                           std::to_string(live) + " buffered elements");
     }
     buffer_.resize(size);
     std::vector<std::pair<int64_t, int64_t>> order;  // (input index, slot)
@@ -226,18 +240,20 @@ class ShuffleIterator : public IteratorBase {
   Status InputEndedEarly(int64_t at) const {
     return FailedPreconditionError(
         "Shuffle: the input ended after " + std::to_string(at) +
-        " elements while restoring a checkpoint that consumed " + std::to_string(consumed_) +
+        " elements while restoring a checkpoint that consumed " +
+        std::to_string(consumed_) +
         " (the input changed since the checkpoint was taken)");
   }
 
   const ShuffleDataset* ds_;
+  IteratorContext ctx_;
   Rng rng_;
   bool replayable_ = false;
   bool indices_valid_ = true;
   std::unique_ptr<IteratorBase> input_;
   std::vector<Slot> buffer_;
-  int64_t hole_ = -1;      // slot returned by the last call, refilled by the next
-  int64_t consumed_ = 0;   // input elements read
+  int64_t hole_ = -1;     // slot returned by the last call, refilled by the next
+  int64_t consumed_ = 0;  // input elements read
   bool end_of_input_ = false;
 };
 
@@ -251,8 +267,10 @@ Result<std::unique_ptr<IteratorBase>> ShuffleDataset::MakeIteratorInternal(
 void RegisterShuffleDataset(Registry* r) {
   r->RegisterOp("Shuffle", [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_RETURN_IF_ERROR(CheckArity("Shuffle", args, 1, 0));
-     SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, "Shuffle", "buffer_size"));
-     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttr<int64_t>(args.attrs, "Shuffle", "seed"));
+     SLUICE_ASSIGN_OR_RETURN(int64_t bs,
+                             GetAttr<int64_t>(args.attrs, "Shuffle", "buffer_size"));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed,
+                             GetAttr<int64_t>(args.attrs, "Shuffle", "seed"));
      SLUICE_ASSIGN_OR_RETURN(
          bool reshuffle,
          GetAttrOr<bool>(args.attrs, "Shuffle", "reshuffle_each_iteration", true));
@@ -261,8 +279,8 @@ void RegisterShuffleDataset(Registry* r) {
                                    std::to_string(bs));
      }
      ElementSpec spec = args.inputs[0]->element_spec();
-     return DatasetPtr(std::make_shared<ShuffleDataset>(std::move(args), std::move(spec), bs,
-                                                        static_cast<uint64_t>(seed), reshuffle));
+     return DatasetPtr(std::make_shared<ShuffleDataset>(
+         std::move(args), std::move(spec), bs, static_cast<uint64_t>(seed), reshuffle));
    }).IgnoreError();
 }
 

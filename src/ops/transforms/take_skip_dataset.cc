@@ -1,5 +1,5 @@
-// Take (the first `count` elements) and Skip (all but the first `count`). A negative count
-// means all, as in tf.data (-1 is the documented spelling).
+// Take (the first `count` elements) and Skip (all but the first `count`). A negative
+// count means all, as in tf.data (-1 is the documented spelling).
 #include <limits>
 
 #include "graph/attr.h"
@@ -16,7 +16,8 @@ class TakeSkipDataset : public DatasetNode {
  public:
   TakeSkipDataset(std::string op, OpArgs args, ElementSpec spec, int64_t count, bool take)
       : DatasetNode(std::move(op), std::move(args), std::move(spec)),
-        count_(count), take_(take) {}
+        count_(count),
+        take_(take) {}
 
   int64_t Cardinality() const override {
     const int64_t n = input(0)->Cardinality();
@@ -163,16 +164,19 @@ Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool take) {
   SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 0));
   SLUICE_ASSIGN_OR_RETURN(int64_t count, GetAttr<int64_t>(args.attrs, op, "count"));
   ElementSpec spec = args.inputs[0]->element_spec();
-  return DatasetPtr(
-      std::make_shared<TakeSkipDataset>(op, std::move(args), std::move(spec), count, take));
+  return DatasetPtr(std::make_shared<TakeSkipDataset>(op, std::move(args),
+                                                      std::move(spec), count, take));
 }
 
 }  // namespace
 
 void RegisterTakeSkipDataset(Registry* r) {
-  r->RegisterOp("Take", [](OpArgs a) { return Make("Take", std::move(a), true); }).IgnoreError();
-  r->RegisterOp("Skip", [](OpArgs a) { return Make("Skip", std::move(a), false); })
-      .IgnoreError();
+  r->RegisterOp("Take", [](OpArgs a) {
+     return Make("Take", std::move(a), true);
+   }).IgnoreError();
+  r->RegisterOp("Skip", [](OpArgs a) {
+     return Make("Skip", std::move(a), false);
+   }).IgnoreError();
 }
 
 }  // namespace sluice

@@ -1,0 +1,572 @@
+// Cache: keeps the input's elements after the first complete pass (tf.data cache), in
+// memory (filename "") or in a file that outlives the process.
+//
+// Memory: the first iterator that reads the input to the end commits its elements to a
+// cache held by the dataset node; later iterators of the node read from it. An iterator
+// destroyed mid-way discards its partial pass.
+//
+// File: a writing pass appends records to `<filename>.tmp-<pid>-<n>` and, once the input
+// is exhausted, writes a trailer and renames the file atomically to
+// `<filename>.sluice-cache`. An iterator (of any Dataset object, in any process) that
+// finds that file validates it and reads from it instead of the input; a file failing
+// validation is rejected with DataLoss. Temp files of dead writers are never read.
+//
+// File format: records `varint64 length | EncodeElement bytes`, then a 32-byte trailer:
+// "SLCACHE1" | fixed64 element count | fixed64 body length | fixed32 masked crc32c of the
+// body | fixed32 masked crc32c of the trailer's first 28 bytes. The whole body is checked
+// against its crc when the file is opened, so a damaged file is never partly used.
+//
+// Deviation from tf.data: a pass during which the input returned an error does not
+// populate the cache (tf.data caches the elements that succeeded, so later epochs
+// silently lose the failed ones); the error surfaces again on the next pass.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+
+#include "core/coding.h"
+#include "core/crc32c.h"
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+constexpr std::string_view kMagic = "SLCACHE1";
+constexpr size_t kTrailerSize = 32;
+constexpr size_t kIoBuffer = 1 << 20;
+
+std::atomic<int64_t> temp_counter{0};
+
+Status Corrupt(const std::string& path, uint64_t offset, const std::string& what) {
+  return DataLossError("Cache: cache file '" + path + "' is corrupt at byte offset " +
+                       std::to_string(offset) + ": " + what +
+                       " (delete it to rebuild the cache)");
+}
+
+struct FileCloser {
+  void operator()(FILE* f) const {
+    if (f) fclose(f);
+  }
+};
+using FilePtr = std::unique_ptr<FILE, FileCloser>;
+
+// Reads a validated cache file record by record.
+class CacheFileReader {
+ public:
+  // NotFound when `path` does not exist; DataLoss naming the file when it is not a
+  // complete, valid cache file.
+  static Result<std::unique_ptr<CacheFileReader>> Open(const std::string& path) {
+    FilePtr f(fopen(path.c_str(), "rbe"));
+    if (!f) return ErrnoToStatus(errno, "open cache file", path);
+    struct stat st;
+    if (fstat(fileno(f.get()), &st) != 0)
+      return ErrnoToStatus(errno, "stat cache file", path);
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size < kTrailerSize) {
+      return Corrupt(
+          path, 0,
+          "truncated: " + std::to_string(size) + " bytes, shorter than the trailer");
+    }
+    const uint64_t body = size - kTrailerSize;
+    char trailer[kTrailerSize];
+    if (fseeko(f.get(), static_cast<off_t>(body), SEEK_SET) != 0 ||
+        fread(trailer, 1, kTrailerSize, f.get()) != kTrailerSize) {
+      return Corrupt(path, body, "cannot read the trailer");
+    }
+    if (std::string_view(trailer, kMagic.size()) != kMagic) {
+      return Corrupt(path, body,
+                     "bad trailer magic (truncated or not a sluice cache file)");
+    }
+    if (crc32c::Unmask(DecodeFixed32(trailer + 28)) != crc32c::Value(trailer, 28)) {
+      return Corrupt(path, body + 28, "trailer checksum mismatch");
+    }
+    auto r = std::unique_ptr<CacheFileReader>(new CacheFileReader(path, std::move(f)));
+    r->count_ = static_cast<int64_t>(DecodeFixed64(trailer + 8));
+    const uint64_t body_len = DecodeFixed64(trailer + 16);
+    r->crc_ = crc32c::Unmask(DecodeFixed32(trailer + 24));
+    if (body_len != body) {
+      return Corrupt(path, body,
+                     "the trailer records a body of " + std::to_string(body_len) +
+                         " bytes, the file has " + std::to_string(body));
+    }
+    if (r->count_ < 0 || static_cast<uint64_t>(r->count_) > body) {
+      return Corrupt(path, body + 8,
+                     "impossible element count " + std::to_string(r->count_));
+    }
+    r->body_ = body;
+    SLUICE_RETURN_IF_ERROR(r->CheckBody());
+    return r;
+  }
+
+  int64_t count() const { return count_; }
+  uint32_t crc() const { return crc_; }
+  int64_t index() const { return index_; }
+  uint64_t offset() const { return offset_; }
+
+  // The next element, nullopt after the last.
+  Result<std::optional<Element>> Next() {
+    if (index_ >= count_) return std::nullopt;
+    const uint64_t start = offset_;
+    SLUICE_ASSIGN_OR_RETURN(uint64_t len, ReadLength());
+    buf_.resize(len);
+    if (len > 0 && fread(buf_.data(), 1, len, f_.get()) != len) {
+      return Corrupt(path_, offset_,
+                     "cannot read a record of " + std::to_string(len) + " bytes");
+    }
+    std::string_view in(buf_);
+    auto e = DecodeElement(&in);
+    if (!e.ok() || !in.empty()) {
+      return Corrupt(path_, start,
+                     e.ok() ? "trailing bytes in record" : e.status().message());
+    }
+    offset_ += len;
+    ++index_;
+    return std::move(e).value();
+  }
+
+  // Skips up to n records; returns how many.
+  Result<int64_t> Skip(int64_t n) {
+    int64_t done = 0;
+    while (done < n && index_ < count_) {
+      SLUICE_ASSIGN_OR_RETURN(uint64_t len, ReadLength());
+      if (fseeko(f_.get(), static_cast<off_t>(len), SEEK_CUR) != 0) {
+        return Corrupt(path_, offset_, "cannot seek past a record");
+      }
+      offset_ += len;
+      ++index_;
+      ++done;
+    }
+    return done;
+  }
+
+  // Positions the reader before record `index`, which starts at byte `offset` (as saved).
+  Status Seek(int64_t index, uint64_t offset) {
+    if (index < 0 || index > count_ || offset > body_) {
+      return DataLossError("Cache: checkpoint position (record " + std::to_string(index) +
+                           ", byte " + std::to_string(offset) +
+                           ") is outside cache file '" + path_ + "'");
+    }
+    if (fseeko(f_.get(), static_cast<off_t>(offset), SEEK_SET) != 0) {
+      return ErrnoToStatus(errno, "seek in cache file", path_);
+    }
+    index_ = index;
+    offset_ = offset;
+    return Status::OK();
+  }
+
+ private:
+  CacheFileReader(std::string path, FilePtr f)
+      : path_(std::move(path)), f_(std::move(f)) {
+    setvbuf(f_.get(), nullptr, _IOFBF, kIoBuffer);
+  }
+
+  // Streams the body once to check its crc, then rewinds.
+  Status CheckBody() {
+    if (fseeko(f_.get(), 0, SEEK_SET) != 0) return ErrnoToStatus(errno, "seek", path_);
+    std::vector<char> chunk(kIoBuffer);
+    uint32_t crc = 0;
+    uint64_t left = body_;
+    while (left > 0) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
+      if (fread(chunk.data(), 1, want, f_.get()) != want) {
+        return Corrupt(path_, body_ - left, "cannot read the body");
+      }
+      crc = crc32c::Extend(crc, chunk.data(), want);
+      left -= want;
+    }
+    if (crc != crc_) return Corrupt(path_, 0, "body checksum mismatch");
+    if (fseeko(f_.get(), 0, SEEK_SET) != 0) return ErrnoToStatus(errno, "seek", path_);
+    return Status::OK();
+  }
+
+  Result<uint64_t> ReadLength() {
+    uint64_t len = 0;
+    for (int shift = 0;; shift += 7) {
+      int c = getc(f_.get());
+      if (c == EOF || shift > 63) return Corrupt(path_, offset_, "bad record length");
+      ++offset_;
+      len |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if ((c & 0x80) == 0) break;
+    }
+    if (len > body_ - std::min(offset_, body_)) {
+      return Corrupt(
+          path_, offset_,
+          "record of " + std::to_string(len) + " bytes runs past the end of the data");
+    }
+    return len;
+  }
+
+  std::string path_;
+  FilePtr f_;
+  uint64_t body_ = 0;
+  int64_t count_ = 0;
+  uint32_t crc_ = 0;
+  int64_t index_ = 0;
+  uint64_t offset_ = 0;
+  std::string buf_;
+};
+
+// Writes a cache file under a temporary name; Finish() publishes it atomically.
+// Destroying an unfinished writer removes the temporary file.
+class CacheFileWriter {
+ public:
+  static Result<std::unique_ptr<CacheFileWriter>> Create(const std::string& filename) {
+    for (int attempt = 0;; ++attempt) {
+      std::string tmp = filename + ".tmp-" + std::to_string(getpid()) + "-" +
+                        std::to_string(temp_counter.fetch_add(1));
+      int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        if (errno == EEXIST && attempt < 100) continue;  // left by a dead writer
+        return ErrnoToStatus(errno, "create cache file", tmp);
+      }
+      FILE* f = fdopen(fd, "wb");
+      if (!f) {
+        Status s = ErrnoToStatus(errno, "open cache file", tmp);
+        close(fd);
+        unlink(tmp.c_str());
+        return s;
+      }
+      auto w = std::unique_ptr<CacheFileWriter>(
+          new CacheFileWriter(std::move(tmp), FilePtr(f)));
+      setvbuf(f, nullptr, _IOFBF, kIoBuffer);
+      return w;
+    }
+  }
+
+  ~CacheFileWriter() {
+    if (f_) {
+      f_.reset();
+      unlink(tmp_.c_str());
+    }
+  }
+
+  Status Append(const Element& e) {
+    scratch_.clear();
+    EncodeElement(e, &scratch_);
+    header_.clear();
+    PutVarint64(&header_, scratch_.size());
+    SLUICE_RETURN_IF_ERROR(Write(header_));
+    SLUICE_RETURN_IF_ERROR(Write(scratch_));
+    ++count_;
+    return Status::OK();
+  }
+
+  Status Finish(const std::string& final_path) {
+    std::string trailer(kMagic);
+    PutFixed64(&trailer, static_cast<uint64_t>(count_));
+    PutFixed64(&trailer, body_);
+    PutFixed32(&trailer, crc32c::Mask(crc_));
+    PutFixed32(&trailer, crc32c::Mask(crc32c::Value(trailer.data(), trailer.size())));
+    SLUICE_RETURN_IF_ERROR(Write(trailer));
+    if (fflush(f_.get()) != 0 || fsync(fileno(f_.get())) != 0) {
+      return ErrnoToStatus(errno, "write cache file", tmp_);
+    }
+    FILE* f = f_.release();
+    if (fclose(f) != 0) {
+      Status s = ErrnoToStatus(errno, "close cache file", tmp_);
+      unlink(tmp_.c_str());
+      return s;
+    }
+    if (rename(tmp_.c_str(), final_path.c_str()) != 0) {
+      Status s = ErrnoToStatus(errno, "rename cache file to " + final_path, tmp_);
+      unlink(tmp_.c_str());
+      return s;
+    }
+    return Status::OK();
+  }
+
+ private:
+  CacheFileWriter(std::string tmp, FilePtr f) : tmp_(std::move(tmp)), f_(std::move(f)) {}
+
+  Status Write(const std::string& s) {
+    if (fwrite(s.data(), 1, s.size(), f_.get()) != s.size()) {
+      return ErrnoToStatus(errno, "write cache file", tmp_);
+    }
+    crc_ = crc32c::Extend(crc_, s.data(), s.size());
+    body_ += s.size();
+    return Status::OK();
+  }
+
+  std::string tmp_;
+  FilePtr f_;
+  uint64_t body_ = 0;
+  uint32_t crc_ = 0;
+  int64_t count_ = 0;
+  std::string scratch_, header_;
+};
+
+// Thread-safety: the memory cache is guarded by mu_; everything else is immutable.
+class CacheDataset : public DatasetNode {
+ public:
+  CacheDataset(OpArgs args, ElementSpec spec, std::string filename)
+      : DatasetNode("Cache", std::move(args), std::move(spec)),
+        filename_(std::move(filename)) {}
+
+  int64_t Cardinality() const override { return input(0)->Cardinality(); }
+
+  bool in_memory() const { return filename_.empty(); }
+  const std::string& filename() const { return filename_; }
+  std::string final_path() const { return filename_ + ".sluice-cache"; }
+
+  std::shared_ptr<const std::vector<Element>> memory_cache() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return memory_;
+  }
+  // The first complete pass wins; later ones are dropped.
+  void CommitMemory(std::vector<Element> elements) const {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!memory_)
+      memory_ = std::make_shared<const std::vector<Element>>(std::move(elements));
+  }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  std::string filename_;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const std::vector<Element>> memory_;  // GUARDED_BY(mu_)
+};
+
+class CacheIterator : public IteratorBase {
+ public:
+  CacheIterator(const CacheDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    ctx_ = ctx;
+    if (ds_->in_memory()) {
+      memory_ = ds_->memory_cache();
+      if (memory_) {
+        mode_ = Mode::kReadMemory;
+        return Status::OK();
+      }
+    } else {
+      auto reader = CacheFileReader::Open(ds_->final_path());
+      if (reader.ok()) {
+        reader_ = std::move(reader).value();
+        mode_ = Mode::kReadFile;
+        return Status::OK();
+      }
+      if (reader.status().code() == StatusCode::kDataLoss) return reader.status();
+      if (reader.status().code() != StatusCode::kNotFound) {
+        return reader.status().WithContext("Cache");
+      }
+    }
+    mode_ = Mode::kWrite;
+    caching_ = true;
+    return EnsureInput();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    switch (mode_) {
+      case Mode::kReadMemory:
+        if (index_ >= static_cast<int64_t>(memory_->size())) return std::nullopt;
+        return (*memory_)[index_++];
+      case Mode::kReadFile: {
+        if (read_failed_) return std::nullopt;
+        auto e = reader_->Next();
+        // The file changed under us; its position is unknown, so the pass ends after the
+        // error is reported.
+        if (!e.ok()) read_failed_ = true;
+        index_ = reader_->index();
+        return e;
+      }
+      case Mode::kWrite:
+        break;
+    }
+    if (caching_ && !ds_->in_memory() && !writer_) {
+      auto w = CacheFileWriter::Create(ds_->filename());
+      if (!w.ok()) {
+        caching_ = false;  // reported once; the pass goes on uncached
+        return w.status().WithContext("Cache");
+      }
+      writer_ = std::move(w).value();
+    }
+    auto r = input_->GetNext();
+    if (!r.ok()) {
+      Abandon();
+      return r.status();
+    }
+    if (!r->has_value()) {
+      if (caching_) {
+        caching_ = false;
+        if (ds_->in_memory()) {
+          ds_->CommitMemory(std::move(buffer_));
+        } else {
+          Status s = writer_->Finish(ds_->final_path());
+          writer_.reset();
+          if (!s.ok() && write_error_.ok()) write_error_ = s.WithContext("Cache");
+        }
+      }
+      if (!write_error_.ok()) {
+        // Every element was delivered; the cache could not be written. Reported once.
+        Status s = std::move(write_error_);
+        write_error_ = Status::OK();
+        return s;
+      }
+      return std::nullopt;
+    }
+    if (caching_) {
+      if (ds_->in_memory()) {
+        buffer_.push_back(**r);
+      } else if (Status s = writer_->Append(**r); !s.ok()) {
+        write_error_ = s.WithContext("Cache");
+        Abandon();
+      }
+    }
+    ++count_;
+    return r;
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    switch (mode_) {
+      case Mode::kReadMemory: {
+        int64_t k = std::min<int64_t>(n, static_cast<int64_t>(memory_->size()) - index_);
+        index_ += k;
+        return k;
+      }
+      case Mode::kReadFile: {
+        SLUICE_ASSIGN_OR_RETURN(int64_t k, reader_->Skip(n));
+        index_ = reader_->index();
+        return k;
+      }
+      case Mode::kWrite:
+        break;
+    }
+    if (caching_)
+      return IteratorBase::SkipInternal(n);  // skipped elements are cached too
+    SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(n));
+    count_ += k;
+    return k;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "mode", static_cast<int64_t>(mode_));
+    switch (mode_) {
+      case Mode::kReadMemory:
+        w->WriteInt(prefix(), "index", index_);
+        return Status::OK();
+      case Mode::kReadFile:
+        w->WriteInt(prefix(), "index", reader_->index());
+        w->WriteInt(prefix(), "offset", static_cast<int64_t>(reader_->offset()));
+        w->WriteInt(prefix(), "file_crc", reader_->crc());
+        return Status::OK();
+      case Mode::kWrite:
+        break;
+    }
+    // Positions only: the checkpoint never holds cached data.
+    w->WriteInt(prefix(), "count", count_);
+    return input_->Save(w);
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t mode, r.ReadInt(prefix(), "mode"));
+    if (mode == static_cast<int64_t>(Mode::kWrite)) {
+      // The writing pass is abandoned: its earlier elements are not in the checkpoint, so
+      // this pass cannot complete the cache. The input continues from its saved state.
+      SLUICE_ASSIGN_OR_RETURN(count_, r.ReadInt(prefix(), "count"));
+      SwitchToUncachedInput();
+      SLUICE_RETURN_IF_ERROR(EnsureInput());
+      return input_->Restore(r);
+    }
+    if (mode != static_cast<int64_t>(Mode::kReadMemory) &&
+        mode != static_cast<int64_t>(Mode::kReadFile)) {
+      return DataLossError("corrupt Cache checkpoint: mode " + std::to_string(mode));
+    }
+    SLUICE_ASSIGN_OR_RETURN(int64_t index, r.ReadInt(prefix(), "index"));
+    if (index < 0)
+      return DataLossError("corrupt Cache checkpoint: index " + std::to_string(index));
+    if (mode_ == Mode::kReadMemory && index <= static_cast<int64_t>(memory_->size())) {
+      index_ = index;
+      return Status::OK();
+    }
+    if (mode_ == Mode::kReadFile && index <= reader_->count()) {
+      SLUICE_ASSIGN_OR_RETURN(int64_t offset, r.ReadInt(prefix(), "offset"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t crc, r.ReadInt(prefix(), "file_crc"));
+      if (crc == static_cast<int64_t>(reader_->crc())) {
+        SLUICE_RETURN_IF_ERROR(reader_->Seek(index, static_cast<uint64_t>(offset)));
+      } else {
+        // The file was rebuilt since: find the record by counting.
+        SLUICE_RETURN_IF_ERROR(reader_->Seek(0, 0));
+        SLUICE_RETURN_IF_ERROR(reader_->Skip(index));
+      }
+      index_ = index;
+      return Status::OK();
+    }
+    // The cache read at save time is not here (another process, a new Dataset object, or
+    // a deleted file): replay the input to the same position, without caching.
+    SwitchToUncachedInput();
+    SLUICE_RETURN_IF_ERROR(EnsureInput());
+    SLUICE_ASSIGN_OR_RETURN(count_, input_->Skip(index));
+    return Status::OK();
+  }
+
+ private:
+  enum class Mode : int64_t { kWrite = 0, kReadMemory = 1, kReadFile = 2 };
+
+  Status EnsureInput() {
+    if (!input_) {
+      SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx_));
+    }
+    return Status::OK();
+  }
+  // Stops populating the cache for the rest of this pass.
+  void Abandon() {
+    caching_ = false;
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+    writer_.reset();
+  }
+  void SwitchToUncachedInput() {
+    Abandon();
+    mode_ = Mode::kWrite;
+    memory_.reset();
+    reader_.reset();
+  }
+
+  const CacheDataset* ds_;
+  IteratorContext ctx_;
+  Mode mode_ = Mode::kWrite;
+  // Read modes.
+  std::shared_ptr<const std::vector<Element>> memory_;
+  std::unique_ptr<CacheFileReader> reader_;
+  bool read_failed_ = false;
+  int64_t index_ = 0;
+  // Write mode: the input, and whether this pass populates the cache.
+  std::unique_ptr<IteratorBase> input_;
+  bool caching_ = false;
+  int64_t count_ = 0;            // input elements passed on
+  std::vector<Element> buffer_;  // memory: this pass's elements so far
+  std::unique_ptr<CacheFileWriter> writer_;
+  Status write_error_;  // reported at the end of the pass
+};
+
+Result<std::unique_ptr<IteratorBase>> CacheDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new CacheIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterCacheDataset(Registry* r) {
+  r->RegisterOp("Cache", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Cache", args, 1, 0));
+     SLUICE_ASSIGN_OR_RETURN(std::string filename,
+                             GetAttrOr<std::string>(args.attrs, "Cache", "filename", ""));
+     ElementSpec spec = args.inputs[0]->element_spec();
+     return DatasetPtr(std::make_shared<CacheDataset>(std::move(args), std::move(spec),
+                                                      std::move(filename)));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

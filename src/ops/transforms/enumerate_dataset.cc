@@ -1,0 +1,109 @@
+// Enumerate: (index, input components...) with index = start, start + 1, ... As in
+// tf.data (zip of a range and the input), an input error consumes an index.
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+// "index" followed by `names`, or null when `names` is null.
+Names WithIndexName(const Names& names) {
+  if (names == nullptr) return nullptr;
+  std::vector<std::string> all{"index"};
+  all.insert(all.end(), names->begin(), names->end());
+  return MakeNames(std::move(all));
+}
+
+class EnumerateDataset : public DatasetNode {
+ public:
+  EnumerateDataset(OpArgs args, ElementSpec spec, int64_t start)
+      : DatasetNode("Enumerate", std::move(args), std::move(spec)), start_(start) {}
+
+  int64_t Cardinality() const override { return input(0)->Cardinality(); }
+  int64_t start() const { return start_; }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  const int64_t start_;
+};
+
+class EnumerateIterator : public IteratorBase {
+ public:
+  EnumerateIterator(const EnumerateDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), next_(ds->start()) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    auto in = input_->GetNext();
+    if (!in.ok()) {
+      ++next_;
+      return in.status();
+    }
+    if (!*in) return std::nullopt;
+    std::vector<Tensor> out;
+    out.reserve((*in)->size() + 1);
+    out.push_back(Tensor::Scalar<int64_t>(next_++));
+    for (Tensor& t : (*in)->tensors()) out.push_back(std::move(t));
+    const ElementSpec& spec = node().element_spec();
+    return Element(std::move(out),
+                   spec.unknown ? WithIndexName((*in)->names()) : spec.names);
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(n));
+    next_ += k;
+    return k;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "next", next_);
+    return input_->Save(w);
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
+    return input_->Restore(r);
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+  int64_t next_;  // the next index
+};
+
+Result<std::unique_ptr<IteratorBase>> EnumerateDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new EnumerateIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterEnumerateDataset(Registry* r) {
+  r->RegisterOp("Enumerate", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Enumerate", args, 1, 0));
+     SLUICE_ASSIGN_OR_RETURN(int64_t start,
+                             GetAttrOr<int64_t>(args.attrs, "Enumerate", "start", 0));
+     const ElementSpec& in = args.inputs[0]->element_spec();
+     ElementSpec spec = ElementSpec::Unknown();
+     if (!in.unknown) {
+       spec = ElementSpec();
+       spec.components.push_back({DType::kInt64, PartialShape{}});
+       spec.components.insert(spec.components.end(), in.components.begin(),
+                              in.components.end());
+       spec.names = WithIndexName(in.names);
+     }
+     return DatasetPtr(
+         std::make_shared<EnumerateDataset>(std::move(args), std::move(spec), start));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

@@ -1,0 +1,149 @@
+// Zip: the element-wise tuple of N datasets, ending with the shortest. sluice elements
+// are flat, so the output components are the inputs' components concatenated; names are
+// kept when every input is named (and the concatenation has no duplicates).
+#include <set>
+
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+namespace {
+
+// Concatenated names, or null when some part is unnamed or a name repeats.
+Names ConcatNames(const std::vector<const Names*>& parts) {
+  std::vector<std::string> all;
+  for (const Names* n : parts) {
+    if (*n == nullptr) return nullptr;
+    all.insert(all.end(), (*n)->begin(), (*n)->end());
+  }
+  if (std::set<std::string>(all.begin(), all.end()).size() != all.size()) return nullptr;
+  return MakeNames(std::move(all));
+}
+
+class ZipDataset : public DatasetNode {
+ public:
+  ZipDataset(OpArgs args, ElementSpec spec)
+      : DatasetNode("Zip", std::move(args), std::move(spec)) {}
+
+  // As tf.data: unknown if any input is unknown, else the smallest finite one.
+  int64_t Cardinality() const override {
+    int64_t result = kInfiniteCardinality;
+    for (const DatasetPtr& in : inputs()) {
+      int64_t n = in->Cardinality();
+      if (n == kUnknownCardinality) return kUnknownCardinality;
+      if (n != kInfiniteCardinality && (result == kInfiniteCardinality || n < result))
+        result = n;
+    }
+    return result;
+  }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+};
+
+class ZipIterator : public IteratorBase {
+ public:
+  ZipIterator(const ZipDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix) {}
+
+  Status Initialize(const IteratorContext& ctx) override {
+    for (size_t i = 0; i < node().inputs().size(); ++i) {
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, MakeInput(ctx, i));
+      inputs_.push_back(std::move(it));
+    }
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    if (ended_) return std::nullopt;
+    // Every input is advanced even when one fails, so they stay aligned (tf.data stops at
+    // the first failing input); the first error is returned.
+    Status error;
+    std::vector<Tensor> out;
+    std::vector<const Names*> names;
+    std::vector<Element> parts(inputs_.size());
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      auto e = inputs_[i]->GetNext();
+      if (!e.ok()) {
+        if (error.ok()) error = e.status();
+        continue;
+      }
+      if (!*e) {
+        ended_ = true;
+        continue;
+      }
+      parts[i] = std::move(**e);
+    }
+    if (!error.ok()) return error;
+    if (ended_) return std::nullopt;
+    for (Element& p : parts) {
+      names.push_back(&p.names());
+      for (Tensor& t : p.tensors()) out.push_back(std::move(t));
+    }
+    const ElementSpec& spec = node().element_spec();
+    return Element(std::move(out), spec.unknown ? ConcatNames(names) : spec.names);
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    if (ended_) return int64_t{0};
+    int64_t done = n;
+    for (auto& in : inputs_) {
+      SLUICE_ASSIGN_OR_RETURN(int64_t k, in->Skip(n));
+      done = std::min(done, k);
+    }
+    if (done < n) ended_ = true;
+    return done;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "ended", ended_ ? 1 : 0);
+    for (const auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Save(w));
+    return Status::OK();
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t ended, r.ReadInt(prefix(), "ended"));
+    ended_ = ended != 0;
+    for (auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Restore(r));
+    return Status::OK();
+  }
+
+ private:
+  std::vector<std::unique_ptr<IteratorBase>> inputs_;
+  bool ended_ = false;
+};
+
+Result<std::unique_ptr<IteratorBase>> ZipDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new ZipIterator(this, prefix));
+}
+
+}  // namespace
+
+void RegisterZipDataset(Registry* r) {
+  r->RegisterOp("Zip", [](OpArgs args) -> Result<DatasetPtr> {
+     if (args.inputs.empty())
+       return InvalidArgumentError("Zip: needs at least one input");
+     if (!args.functions.empty()) return InvalidArgumentError("Zip: takes no functions");
+     ElementSpec spec;
+     std::vector<const Names*> names;
+     for (const DatasetPtr& in : args.inputs) {
+       const ElementSpec& s = in->element_spec();
+       if (s.unknown) {
+         spec = ElementSpec::Unknown();
+         break;
+       }
+       spec.components.insert(spec.components.end(), s.components.begin(),
+                              s.components.end());
+       names.push_back(&s.names);
+     }
+     if (!spec.unknown) spec.names = ConcatNames(names);
+     return DatasetPtr(std::make_shared<ZipDataset>(std::move(args), std::move(spec)));
+   }).IgnoreError();
+}
+
+}  // namespace sluice
