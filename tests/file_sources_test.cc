@@ -116,15 +116,14 @@ TEST(ListFilesTest, ShuffleIsSeededAndReshufflesEachIteration) {
 
   // Repeat epochs reshuffle too (the epoch is mixed into the iterator context's seed).
   Dataset twice = Dataset::ListFiles({dir.File("f*")}, true, 42).Repeat(2);
-  if (twice.ok()) {
-    std::vector<std::string> all = StringsOf(testing::CollectOrDie(twice));
-    ASSERT_EQ(all.size(), 40u);
-    std::vector<std::string> e1(all.begin(), all.begin() + 20),
-        e2(all.begin() + 20, all.end());
-    EXPECT_NE(e1, e2);
-    std::sort(e2.begin(), e2.end());
-    EXPECT_EQ(e2, sorted);
-  }
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  std::vector<std::string> all = StringsOf(testing::CollectOrDie(twice));
+  ASSERT_EQ(all.size(), 40u);
+  std::vector<std::string> e1(all.begin(), all.begin() + 20),
+      e2(all.begin() + 20, all.end());
+  EXPECT_NE(e1, e2);
+  std::sort(e2.begin(), e2.end());
+  EXPECT_EQ(e2, sorted);
 }
 
 TEST(ListFilesTest, SkipIsPositional) {

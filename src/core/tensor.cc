@@ -519,17 +519,33 @@ Status CopyIntoRow(const Tensor& src, Tensor* dst, int64_t row) {
 
 Result<Tensor> Stack(std::span<const Tensor> tensors) {
   if (tensors.empty()) return InvalidArgumentError("cannot stack zero tensors");
-  Shape shape = tensors[0].shape();
-  shape.InsertDim(0, static_cast<int64_t>(tensors.size()));
-  Tensor out(tensors[0].dtype(), std::move(shape));
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].shape() != tensors[0].shape()) {
-      return InvalidArgumentError("cannot stack tensors of different shapes: " +
-                                  tensors[0].shape().ToString() + " and " +
-                                  tensors[i].shape().ToString() + " (component " +
-                                  std::to_string(i) + ")");
+  const Tensor& first = tensors[0];
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    if (tensors[i].dtype() != first.dtype() || tensors[i].shape() != first.shape()) {
+      return InvalidArgumentError(
+          "cannot stack tensors of different shapes or dtypes: " +
+          std::string(DTypeName(first.dtype())) + first.shape().ToString() + " and " +
+          std::string(DTypeName(tensors[i].dtype())) + tensors[i].shape().ToString() +
+          " (row " + std::to_string(i) + ")");
     }
-    SLUICE_RETURN_IF_ERROR(CopyIntoRow(tensors[i], &out, static_cast<int64_t>(i)));
+  }
+  Shape shape = first.shape();
+  shape.InsertDim(0, static_cast<int64_t>(tensors.size()));
+  Tensor out(first.dtype(), std::move(shape));
+  const int64_t n = first.num_elements();
+  if (first.dtype() == DType::kString) {
+    std::string* d = out.mutable_data<std::string>();
+    for (const Tensor& t : tensors) {
+      const std::string* s = t.data<std::string>();
+      for (int64_t i = 0; i < n; ++i) *d++ = s[i];
+    }
+  } else {
+    const size_t row = static_cast<size_t>(n) * DTypeSize(first.dtype());
+    char* d = out.mutable_data<char>();
+    for (const Tensor& t : tensors) {
+      memcpy(d, t.raw_data(), row);
+      d += row;
+    }
   }
   return out;
 }

@@ -239,7 +239,7 @@ Result<std::unique_ptr<IdxReader>> IdxReader::Open(const std::string& path) {
   gzFile gz = gzopen(path.c_str(), "rb");
   if (gz == nullptr) return ErrnoToStatus(errno, "Idx: cannot open", path);
   std::unique_ptr<IdxReader> reader(new IdxReader(path, gz, false, IdxHeader{}));
-  gzbuffer(gz, 128 * 1024);
+  if (st.st_size > (1 << 20)) gzbuffer(gz, 128 * 1024);  // fewer reads for big files
   reader->gzipped_ = gzdirect(gz) == 0;
 
   // Read the fixed part, then the dims it announces.
