@@ -1,5 +1,6 @@
 // libFuzzer target for the record readers: InputStream (all compressions, tiny to default
-// buffers) and TFRecordReader with continuation after errors (damage, resync, truncation).
+// buffers) and TFRecordReader with continuation after errors (damage, resync,
+// truncation).
 //
 // Input: byte 0 picks the compression (value % 3: none, gzip, zlib) and the buffer size
 // (value / 3: 0 = default, else that many bytes); the rest is the file's content.

@@ -103,11 +103,13 @@ TEST(TFRecordDatasetTest, UnopenableFileIsReportedOnceThenSkipped) {
   TempDir dir;
   WriteBytes(dir.File("a"), Frame({"a1", "a2"}), Compression::kNone);
   WriteBytes(dir.File("b"), Frame({"b1"}), Compression::kNone);
-  Outcome o = Drain(Dataset::TFRecord({dir.File("a"), dir.File("missing"), dir.File("b")}));
+  Outcome o =
+      Drain(Dataset::TFRecord({dir.File("a"), dir.File("missing"), dir.File("b")}));
   ASSERT_EQ(o.values.size(), 4u);
   EXPECT_EQ(o.values[0], "a1");
   EXPECT_EQ(o.values[1], "a2");
-  EXPECT_TRUE(IsError(o.values[2], {"NotFound", "TFRecord", dir.File("missing")})) << o.values[2];
+  EXPECT_TRUE(IsError(o.values[2], {"NotFound", "TFRecord", dir.File("missing")}))
+      << o.values[2];
   EXPECT_EQ(o.values[3], "b1");
 }
 
@@ -116,23 +118,25 @@ TEST(TFRecordDatasetTest, DamagedRecordsAreReportedAndReadingResumes) {
     SCOPED_TRACE(Name(c));
     TempDir dir;
     std::string bytes = Frame({"r0", "r1", "r2", "r3"});
-    bytes[18 + 4] ^= 0x01;          // r1's length field
-    bytes[3 * 18 + 12] ^= 0x01;     // r3's data
+    bytes[18 + 4] ^= 0x01;       // r1's length field
+    bytes[3 * 18 + 12] ^= 0x01;  // r3's data
     WriteBytes(dir.File("a"), bytes, c);
     WriteBytes(dir.File("b"), Frame({"b0"}), c);
     Dataset ds = Dataset::TFRecord({dir.File("a"), dir.File("b")}, c);
     Outcome o = Drain(ds);
     ASSERT_EQ(o.values.size(), 5u);
     EXPECT_EQ(o.values[0], "r0");
-    EXPECT_TRUE(IsError(o.values[1], {"DataLoss", "TFRecord", "corrupt record at offset 18 in file " +
-                                                                  dir.File("a"), "header"}))
+    EXPECT_TRUE(IsError(
+        o.values[1], {"DataLoss", "TFRecord",
+                      "corrupt record at offset 18 in file " + dir.File("a"), "header"}))
         << o.values[1];
     EXPECT_EQ(o.values[2], "r2");
     EXPECT_TRUE(IsError(o.values[3], {"corrupt record at offset 54", "data checksum"}))
         << o.values[3];
     EXPECT_EQ(o.values[4], "b0");
 
-    // A checkpoint taken right after the first error resumes where the reader resynchronized.
+    // A checkpoint taken right after the first error resumes where the reader
+    // resynchronized.
     auto it = ds.MakeIterator();
     ASSERT_TRUE(it.ok());
     ASSERT_TRUE((*it)->GetNext().ok());
@@ -151,10 +155,11 @@ TEST(TFRecordDatasetTest, CorruptCompressedFileEndsOnlyThatFile) {
   TempDir dir;
   WriteBytes(dir.File("not_gzip"), Frame({"plain"}), Compression::kNone);
   WriteBytes(dir.File("good"), Frame({"g"}), Compression::kGzip);
-  Outcome o = Drain(Dataset::TFRecord({dir.File("not_gzip"), dir.File("good")},
-                                      Compression::kGzip));
+  Outcome o = Drain(
+      Dataset::TFRecord({dir.File("not_gzip"), dir.File("good")}, Compression::kGzip));
   ASSERT_EQ(o.values.size(), 2u);
-  EXPECT_TRUE(IsError(o.values[0], {"DataLoss", "TFRecord", "GZIP", dir.File("not_gzip")}))
+  EXPECT_TRUE(
+      IsError(o.values[0], {"DataLoss", "TFRecord", "GZIP", dir.File("not_gzip")}))
       << o.values[0];
   EXPECT_EQ(o.values[1], "g");
 }
@@ -199,9 +204,10 @@ TEST(TextLineDatasetTest, ManyLinesAcrossSmallBuffers) {
     text += lines.back() + (i % 3 == 0 ? "\r\n" : "\n");
   }
   WriteBytes(dir.File("t.gz"), text, Compression::kGzip);
-  Dataset ds = Dataset::FromOp("TextLine", {{"filenames", std::vector<std::string>{dir.File("t.gz")}},
-                                            {"compression", std::string("GZIP")},
-                                            {"buffer_size", int64_t{5}}});
+  Dataset ds = Dataset::FromOp("TextLine",
+                               {{"filenames", std::vector<std::string>{dir.File("t.gz")}},
+                                {"compression", std::string("GZIP")},
+                                {"buffer_size", int64_t{5}}});
   CheckDataset(ds, Strings(lines), {.save_restore_stride = 13});
 }
 
@@ -210,17 +216,20 @@ TEST(TextLineDatasetTest, UnopenableAndBrokenFiles) {
   WriteBytes(dir.File("a"), "one\ntwo\n", Compression::kNone);
   Outcome o = Drain(Dataset::TextLine({dir.File("missing"), dir.File("a")}));
   ASSERT_EQ(o.values.size(), 3u);
-  EXPECT_TRUE(IsError(o.values[0], {"NotFound", "TextLine", dir.File("missing")})) << o.values[0];
+  EXPECT_TRUE(IsError(o.values[0], {"NotFound", "TextLine", dir.File("missing")}))
+      << o.values[0];
   EXPECT_EQ(o.values[1], "one");
   EXPECT_EQ(o.values[2], "two");
   // A truncated gzip file: its lines up to the damage, one error, then the next file.
   WriteBytes(dir.File("full.gz"), "l1\nl2\nl3\n", Compression::kGzip);
   std::string gz = testing::ReadFile(dir.File("full.gz"));
   testing::WriteFile(dir.File("cut.gz"), gz.substr(0, gz.size() - 4));
-  o = Drain(Dataset::TextLine({dir.File("cut.gz"), dir.File("full.gz")}, Compression::kGzip));
+  o = Drain(
+      Dataset::TextLine({dir.File("cut.gz"), dir.File("full.gz")}, Compression::kGzip));
   ASSERT_EQ(o.values.size(), 7u);
   EXPECT_EQ(o.values[2], "l3");
-  EXPECT_TRUE(IsError(o.values[3], {"DataLoss", "TextLine", "truncated GZIP", dir.File("cut.gz")}))
+  EXPECT_TRUE(IsError(o.values[3],
+                      {"DataLoss", "TextLine", "truncated GZIP", dir.File("cut.gz")}))
       << o.values[3];
   EXPECT_EQ(o.values[6], "l3");
 }
@@ -234,9 +243,10 @@ TEST(FixedLengthRecordDatasetTest, Conformance) {
     WriteBytes(dir.File("a"), "HHHr0__r1__r2__FF", c);
     WriteBytes(dir.File("none"), "HHHFF", c);
     WriteBytes(dir.File("b"), "hhhr3__ff", c);
-    Dataset ds = Dataset::FixedLengthRecord({dir.File("a"), dir.File("none"), dir.File("b")},
-                                            /*record_bytes=*/4, /*header_bytes=*/3,
-                                            /*footer_bytes=*/2, c);
+    Dataset ds =
+        Dataset::FixedLengthRecord({dir.File("a"), dir.File("none"), dir.File("b")},
+                                   /*record_bytes=*/4, /*header_bytes=*/3,
+                                   /*footer_bytes=*/2, c);
     ASSERT_TRUE(ds.ok()) << ds.status();
     EXPECT_EQ(ds.Cardinality(), kUnknownCardinality);
     EXPECT_EQ(ds.element_spec().ToString(), "(string[])");
@@ -244,7 +254,8 @@ TEST(FixedLengthRecordDatasetTest, Conformance) {
   }
   TempDir dir;
   WriteBytes(dir.File("plain"), "abcdefgh", Compression::kNone);
-  CheckDataset(Dataset::FixedLengthRecord({dir.File("plain")}, 2), Strings({"ab", "cd", "ef", "gh"}));
+  CheckDataset(Dataset::FixedLengthRecord({dir.File("plain")}, 2),
+               Strings({"ab", "cd", "ef", "gh"}));
 }
 
 TEST(FixedLengthRecordDatasetTest, TrailingPartialRecordIsDataLoss) {
@@ -259,12 +270,13 @@ TEST(FixedLengthRecordDatasetTest, TrailingPartialRecordIsDataLoss) {
     ASSERT_EQ(o.values.size(), 5u);
     EXPECT_EQ(o.values[0], "r0__");
     EXPECT_EQ(o.values[1], "r1__");
-    EXPECT_TRUE(IsError(o.values[2], {"DataLoss", "FixedLengthRecord",
-                                      "trailing partial record at offset 11 in file " +
-                                          dir.File("a"),
-                                      "3 of 4 bytes (1 bytes missing)"}))
+    EXPECT_TRUE(IsError(o.values[2],
+                        {"DataLoss", "FixedLengthRecord",
+                         "trailing partial record at offset 11 in file " + dir.File("a"),
+                         "3 of 4 bytes (1 bytes missing)"}))
         << o.values[2];
-    EXPECT_TRUE(IsError(o.values[3], {"DataLoss", "FixedLengthRecord", dir.File("short")}))
+    EXPECT_TRUE(
+        IsError(o.values[3], {"DataLoss", "FixedLengthRecord", dir.File("short")}))
         << o.values[3];
     EXPECT_EQ(o.values[4], "r2__");
   }
@@ -301,7 +313,8 @@ TEST(FixedLengthRecordDatasetTest, UnopenableFileIsReportedOnceThenSkipped) {
   WriteBytes(dir.File("a"), "abcd", Compression::kNone);
   Outcome o = Drain(Dataset::FixedLengthRecord({dir.File("missing"), dir.File("a")}, 2));
   ASSERT_EQ(o.values.size(), 3u);
-  EXPECT_TRUE(IsError(o.values[0], {"NotFound", "FixedLengthRecord", dir.File("missing")}))
+  EXPECT_TRUE(
+      IsError(o.values[0], {"NotFound", "FixedLengthRecord", dir.File("missing")}))
       << o.values[0];
   EXPECT_EQ(o.values[1], "ab");
   EXPECT_EQ(o.values[2], "cd");

@@ -1,6 +1,8 @@
-// InputStream (buffering, compression, seeking) and the TFRecord reader/writer: round trips,
-// TensorFlow-written vectors, damage detection and resynchronization, truncation, absurd
-// lengths, gzip interoperability.
+// InputStream (buffering, compression, seeking) and the TFRecord reader/writer: round
+// trips, TensorFlow-written vectors, damage detection and resynchronization, truncation,
+// absurd lengths, gzip interoperability.
+#include "formats/tfrecord.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -9,7 +11,6 @@
 
 #include "core/crc32c.h"
 #include "formats/input_stream.h"
-#include "formats/tfrecord.h"
 #include "testing/conformance.h"
 
 namespace sluice {
@@ -35,7 +36,8 @@ std::string RandomBytes(size_t n, uint64_t seed) {
 
 std::string DataDir() { return testing::SourceDir() + "/tests/data/tfrecord/"; }
 
-// Writes raw bytes through OutputStream (so tests can compress hand-made, damaged content).
+// Writes raw bytes through OutputStream (so tests can compress hand-made, damaged
+// content).
 void WriteCompressed(const std::string& path, const std::string& bytes, Compression c) {
   auto out = OutputStream::Open(path, c);
   ASSERT_TRUE(out.ok()) << out.status();
@@ -154,7 +156,8 @@ TEST(TensorFlowVectors, WriterOutputIsBitIdentical) {
   EXPECT_EQ(ReadFile(dir.File("foo")), tf_foo);
   EXPECT_EQ(ReadFile(dir.File("foo_bar")), tf_foo_bar);
   EXPECT_EQ(Frame({"foo", "bar"}), tf_foo_bar);
-  // The compressed variants decompress (with the standard tools' output) to the same bytes.
+  // The compressed variants decompress (with the standard tools' output) to the same
+  // bytes.
   WriteRecords(dir.File("foo_bar.gz"), {"foo", "bar"}, Compression::kGzip);
   auto in = InputStream::Open(dir.File("foo_bar.gz"), Compression::kGzip);
   ASSERT_TRUE(in.ok());
@@ -191,13 +194,14 @@ TEST_P(RoundTripTest, BitExact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllCompressions, RoundTripTest,
-    ::testing::Combine(::testing::ValuesIn(kAllCompressions),
-                       ::testing::Values(size_t{0}, size_t{7}, size_t{4096})),
-    [](const auto& info) {
-      return Name(std::get<0>(info.param)) + "_buffer" + std::to_string(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllCompressions, RoundTripTest,
+                         ::testing::Combine(::testing::ValuesIn(kAllCompressions),
+                                            ::testing::Values(size_t{0}, size_t{7},
+                                                              size_t{4096})),
+                         [](const auto& info) {
+                           return Name(std::get<0>(info.param)) + "_buffer" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 TEST(TFRecordWriterTest, GzipIsARealGzipStream) {
   TempDir dir;
@@ -245,7 +249,8 @@ TEST(TFRecordWriterTest, FlushMakesRecordsReadableAndCloseIsFinal) {
     ASSERT_TRUE((*w)->Write("second").ok());
     EXPECT_EQ((*w)->offset(), 5u + 16 + 6 + 16);
     ASSERT_TRUE((*w)->Flush().ok());
-    // Before Close, a reader sees both records (a compressed stream then looks truncated).
+    // Before Close, a reader sees both records (a compressed stream then looks
+    // truncated).
     ReadResult r = ReadFileRecords(dir.File("r"), c);
     EXPECT_EQ(r.records, std::vector<std::string>({"first", "second"}));
     if (c == Compression::kNone) {
@@ -270,7 +275,8 @@ TEST(TFRecordWriterTest, UnwritablePathFails) {
 // ---- Damage ----
 
 TEST(TFRecordReaderTest, EverySingleByteFlipIsDetectedAndIsolated) {
-  const std::vector<std::string> records = {"", "a", "hello world", RandomBytes(40, 6), "xyz"};
+  const std::vector<std::string> records = {"", "a", "hello world", RandomBytes(40, 6),
+                                            "xyz"};
   const std::string file = Frame(records);
   std::vector<uint64_t> starts;
   uint64_t off = 0;
@@ -316,8 +322,10 @@ TEST(TFRecordReaderTest, ResynchronizesInCompressedStreams) {
     WriteCompressed(dir.File("r"), bytes, c);
     ReadResult r = ReadFileRecords(dir.File("r"), c, 64);
     ASSERT_EQ(r.errors.size(), 1u);
-    EXPECT_TRUE(Contains(r.errors[0], "corrupt record at offset " + std::to_string(o2))) << r.errors[0];
-    EXPECT_TRUE(Contains(r.errors[0], "resynchronized at offset " + std::to_string(o2 + 18)))
+    EXPECT_TRUE(Contains(r.errors[0], "corrupt record at offset " + std::to_string(o2)))
+        << r.errors[0];
+    EXPECT_TRUE(
+        Contains(r.errors[0], "resynchronized at offset " + std::to_string(o2 + 18)))
         << r.errors[0];
     EXPECT_EQ(r.records, std::vector<std::string>({"r0", records[1], "r3", "r4"}));
   }
@@ -369,7 +377,8 @@ TEST(TFRecordReaderTest, TruncationAtEveryLength) {
       ASSERT_EQ(r.errors.size(), 1u);
       const Status& e = r.errors[0];
       EXPECT_EQ(e.code(), StatusCode::kDataLoss);
-      EXPECT_TRUE(Contains(e, "truncated record at offset " + std::to_string(start))) << e;
+      EXPECT_TRUE(Contains(e, "truncated record at offset " + std::to_string(start)))
+          << e;
       uint64_t missing = len - start < 12 ? 12 - (len - start) : ends[whole] - len;
       EXPECT_TRUE(Contains(e, std::to_string(missing) + " bytes missing")) << e;
     }
@@ -392,8 +401,8 @@ TEST(TFRecordReaderTest, AbsurdLengthsAreReportedNotAllocated) {
   ReadResult r = ReadFileRecords(dir.File("a"), Compression::kNone);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_TRUE(Contains(r.errors[0], "truncated record at offset 0")) << r.errors[0];
-  EXPECT_TRUE(Contains(r.errors[0], std::to_string((uint64_t{1} << 40) + 4 - 10) +
-                                        " bytes missing"))
+  EXPECT_TRUE(Contains(r.errors[0],
+                       std::to_string((uint64_t{1} << 40) + 4 - 10) + " bytes missing"))
       << r.errors[0];
   // Compressed, over the 2 GiB limit: reported, nothing allocated.
   WriteCompressed(dir.File("b"), bytes, Compression::kGzip);
@@ -406,11 +415,11 @@ TEST(TFRecordReaderTest, AbsurdLengthsAreReportedNotAllocated) {
   r = ReadFileRecords(dir.File("c"), Compression::kZlib);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_TRUE(Contains(r.errors[0], "truncated record at offset 0")) << r.errors[0];
-  EXPECT_TRUE(Contains(r.errors[0], std::to_string((uint64_t{1} << 31) - 1 - 100 + 4) +
-                                        " bytes missing"))
+  EXPECT_TRUE(Contains(
+      r.errors[0], std::to_string((uint64_t{1} << 31) - 1 - 100 + 4) + " bytes missing"))
       << r.errors[0];
-  // A record over the length limit (lowered here from 2 GiB) is skipped without being read
-  // into memory, and the record after it is still returned.
+  // A record over the length limit (lowered here from 2 GiB) is skipped without being
+  // read into memory, and the record after it is still returned.
   bytes = Frame({"first", std::string(5000, 'L'), "after"});
   for (Compression c : kAllCompressions) {
     SCOPED_TRACE(Name(c));
@@ -423,7 +432,8 @@ TEST(TFRecordReaderTest, AbsurdLengthsAreReportedNotAllocated) {
     r = ReadAll(reader->get());
     ASSERT_EQ(r.errors.size(), 1u);
     EXPECT_TRUE(Contains(r.errors[0], "corrupt record at offset 21")) << r.errors[0];
-    EXPECT_TRUE(Contains(r.errors[0], "exceeds the limit of 1000 bytes; skipped")) << r.errors[0];
+    EXPECT_TRUE(Contains(r.errors[0], "exceeds the limit of 1000 bytes; skipped"))
+        << r.errors[0];
     EXPECT_EQ(r.records, std::vector<std::string>({"first", "after"}));
   }
 }
@@ -439,8 +449,8 @@ TEST(TFRecordReaderTest, CorruptCompressedDataEndsTheFile) {
   for (size_t i = gz.size() / 2; i < gz.size() / 2 + 8; ++i) bad[i] ^= 0x55;
   WriteFile(dir.File("bad.gz"), bad);
   ReadResult r = ReadFileRecords(dir.File("bad.gz"), Compression::kGzip);
-  // Damaged deflate data may first decode to wrong bytes (failing record checksums) before
-  // zlib notices; the last error is the stream's, and it ends the file.
+  // Damaged deflate data may first decode to wrong bytes (failing record checksums)
+  // before zlib notices; the last error is the stream's, and it ends the file.
   ASSERT_GE(r.errors.size(), 1u);
   EXPECT_EQ(r.errors.back().code(), StatusCode::kDataLoss);
   EXPECT_TRUE(Contains(r.errors.back(), "GZIP")) << r.errors.back();
@@ -519,7 +529,8 @@ TEST(TFRecordReaderTest, EmptyFiles) {
 
 // ---- InputStream ----
 
-class InputStreamTest : public ::testing::TestWithParam<std::tuple<Compression, size_t>> {};
+class InputStreamTest : public ::testing::TestWithParam<std::tuple<Compression, size_t>> {
+};
 
 TEST_P(InputStreamTest, MatchesAModelUnderRandomOperations) {
   auto [c, buffer] = GetParam();
@@ -592,7 +603,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(size_t{1}, size_t{13}, size_t{4096},
                                          InputStream::kDefaultBufferSize)),
     [](const auto& info) {
-      return Name(std::get<0>(info.param)) + "_buffer" + std::to_string(std::get<1>(info.param));
+      return Name(std::get<0>(info.param)) + "_buffer" +
+             std::to_string(std::get<1>(info.param));
     });
 
 TEST(InputStreamTest, ReadLineFollowsTensorFlow) {

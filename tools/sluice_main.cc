@@ -106,7 +106,6 @@ int RunDemo(const std::string& dir, int64_t batch_size, int64_t epochs, bool jso
   auto start = Clock::now();
   int64_t batches = 0, images = 0;
   int64_t label_counts[10] = {0};
-  double pixel_sum = 0;
   std::string checkpoint;
   std::optional<Element> batch_after_checkpoint;
   const int64_t checkpoint_at = 100;
@@ -136,7 +135,6 @@ int RunDemo(const std::string& dir, int64_t batch_size, int64_t epochs, bool jso
     for (int64_t l : labels.flat<int64_t>()) {
       if (l >= 0 && l < 10) label_counts[l]++;
     }
-    pixel_sum += b[0].data<float>()[0];
     images += labels.num_elements();
     ++batches;
     progress.Update(batches, images, Seconds(start, Clock::now()));

@@ -14,9 +14,12 @@ namespace {
 
 std::string_view KindName(Compression c) {
   switch (c) {
-    case Compression::kGzip: return "GZIP";
-    case Compression::kZlib: return "ZLIB";
-    case Compression::kNone: break;
+    case Compression::kGzip:
+      return "GZIP";
+    case Compression::kZlib:
+      return "ZLIB";
+    case Compression::kNone:
+      break;
   }
   return "uncompressed";
 }
@@ -52,8 +55,9 @@ class InputStream::FileSource : public InputStream::Source {
       ssize_t r = ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
       if (r < 0) {
         if (errno == EINTR) continue;
-        return ErrnoToStatus(errno, "cannot read at offset " + std::to_string(offset + done) +
-                                        " of file", name());
+        return ErrnoToStatus(
+            errno, "cannot read at offset " + std::to_string(offset + done) + " of file",
+            name());
       }
       if (r == 0) break;
       done += static_cast<size_t>(r);
@@ -69,7 +73,8 @@ class InputStream::FileSource : public InputStream::Source {
 
 class InputStream::MemorySource : public InputStream::Source {
  public:
-  MemorySource(std::string name, std::string_view data) : Source(std::move(name)), data_(data) {}
+  MemorySource(std::string name, std::string_view data)
+      : Source(std::move(name)), data_(data) {}
   Result<size_t> PRead(uint64_t offset, char* dst, size_t n) override {
     if (offset >= data_.size()) return size_t{0};
     size_t k = std::min<uint64_t>(n, data_.size() - offset);
@@ -124,16 +129,19 @@ Result<std::unique_ptr<InputStream>> InputStream::Open(const std::string& path,
     return ErrnoToStatus(EISDIR, "cannot read", path);
   }
   auto source = std::make_unique<FileSource>(path, fd, static_cast<uint64_t>(st.st_size));
-  std::unique_ptr<InputStream> s(new InputStream(std::move(source), compression, buffer_size));
+  std::unique_ptr<InputStream> s(
+      new InputStream(std::move(source), compression, buffer_size));
   SLUICE_RETURN_IF_ERROR(s->InitInflater());
   return s;
 }
 
-std::unique_ptr<InputStream> InputStream::FromMemory(std::string name, std::string_view data,
+std::unique_ptr<InputStream> InputStream::FromMemory(std::string name,
+                                                     std::string_view data,
                                                      Compression compression,
                                                      size_t buffer_size) {
   auto source = std::make_unique<MemorySource>(std::move(name), data);
-  std::unique_ptr<InputStream> s(new InputStream(std::move(source), compression, buffer_size));
+  std::unique_ptr<InputStream> s(
+      new InputStream(std::move(source), compression, buffer_size));
   // inflateInit2 only fails on memory exhaustion; report it on the first read.
   Status st = s->InitInflater();
   if (!st.ok()) s->error_ = st;
@@ -164,7 +172,8 @@ void InputStream::Reserve(size_t cap) {
 }
 
 std::string InputStream::Where(uint64_t offset) const {
-  std::string s = "in file " + name_ + " at uncompressed offset " + std::to_string(offset);
+  std::string s =
+      "in file " + name_ + " at uncompressed offset " + std::to_string(offset);
   if (inflater_) {
     s += " (compressed offset " +
          std::to_string(inflater_->raw_pos - inflater_->z.avail_in) + ")";
@@ -174,7 +183,8 @@ std::string InputStream::Where(uint64_t offset) const {
 
 Result<size_t> InputStream::Produce(char* dst, size_t cap) {
   if (!error_.ok()) return error_;
-  auto r = compression_ == Compression::kNone ? ProduceRaw(dst, cap) : ProduceInflated(dst, cap);
+  auto r = compression_ == Compression::kNone ? ProduceRaw(dst, cap)
+                                              : ProduceInflated(dst, cap);
   if (!r.ok()) {
     error_ = r.status();
     return r;
@@ -305,7 +315,8 @@ Result<size_t> InputStream::ReadAppend(std::string* out, size_t n) {
   const size_t old = out->size();
   if (std::optional<uint64_t> size = Size()) {
     uint64_t here = Tell();
-    size_t want = static_cast<size_t>(std::min<uint64_t>(n, *size > here ? *size - here : 0));
+    size_t want =
+        static_cast<size_t>(std::min<uint64_t>(n, *size > here ? *size - here : 0));
     out->resize(old + want);
     auto k = ReadInto(out->data() + old, want);
     if (!k.ok()) {
@@ -376,7 +387,8 @@ Result<bool> InputStream::ReadLine(std::string* line) {
 
 Status InputStream::Rewind() {
   Inflater& f = *inflater_;
-  if (inflateReset(&f.z) != Z_OK) return InternalError("inflateReset failed for " + name_);
+  if (inflateReset(&f.z) != Z_OK)
+    return InternalError("inflateReset failed for " + name_);
   f.z.avail_in = 0;
   f.z.next_in = nullptr;
   f.raw_pos = 0;
@@ -397,9 +409,9 @@ Status InputStream::SeekTo(uint64_t offset) {
   }
   if (compression_ == Compression::kNone) {
     if (offset > source_->size()) {
-      return OutOfRangeError("cannot seek to offset " + std::to_string(offset) + " in file " +
-                             name_ + ": it has only " + std::to_string(source_->size()) +
-                             " bytes");
+      return OutOfRangeError("cannot seek to offset " + std::to_string(offset) +
+                             " in file " + name_ + ": it has only " +
+                             std::to_string(source_->size()) + " bytes");
     }
     pos_ = end_ = 0;
     produced_ = offset;
@@ -409,9 +421,9 @@ Status InputStream::SeekTo(uint64_t offset) {
   if (offset < Tell()) SLUICE_RETURN_IF_ERROR(Rewind());
   SLUICE_RETURN_IF_ERROR(Skip(offset - Tell()));
   if (Tell() != offset) {
-    return OutOfRangeError("cannot seek to uncompressed offset " + std::to_string(offset) +
-                           " in file " + name_ + ": the stream has only " +
-                           std::to_string(Tell()) + " bytes");
+    return OutOfRangeError("cannot seek to uncompressed offset " +
+                           std::to_string(offset) + " in file " + name_ +
+                           ": the stream has only " + std::to_string(Tell()) + " bytes");
   }
   return Status::OK();
 }
@@ -493,7 +505,8 @@ Status OutputStream::Deflate(const char* data, size_t n, int flush) {
       z.avail_out = static_cast<uInt>(cap_ - len_);
       int r = deflate(&z, mode);
       len_ = cap_ - z.avail_out;
-      if (r == Z_STREAM_ERROR) return error_ = InternalError("deflate failed for " + name_);
+      if (r == Z_STREAM_ERROR)
+        return error_ = InternalError("deflate failed for " + name_);
       if (mode == Z_FINISH) {
         if (r == Z_STREAM_END) break;
         continue;
@@ -543,7 +556,8 @@ Status OutputStream::Close() {
   if (error_.ok() && deflater_) Deflate(nullptr, 0, Z_FINISH).IgnoreError();
   if (error_.ok()) FlushBuffer().IgnoreError();
   deflater_.reset();
-  if (::close(fd_) != 0 && error_.ok()) error_ = ErrnoToStatus(errno, "cannot close", name_);
+  if (::close(fd_) != 0 && error_.ok())
+    error_ = ErrnoToStatus(errno, "cannot close", name_);
   fd_ = -1;
   return error_;
 }

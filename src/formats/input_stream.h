@@ -1,12 +1,13 @@
-// InputStream: a buffered, sequential reader over a file (or a memory block) with optional
-// zlib/gzip decompression. OutputStream: its writing counterpart. Every record format
-// (TFRecord, text lines, fixed-length records, IDX, ...) reads through InputStream.
+// InputStream: a buffered, sequential reader over a file (or a memory block) with
+// optional zlib/gzip decompression. OutputStream: its writing counterpart. Every record
+// format (TFRecord, text lines, fixed-length records, IDX, ...) reads through
+// InputStream.
 //
 // Offsets are offsets in the *uncompressed* stream: Tell() after reading n bytes is n,
 // whatever the compression. SeekTo(offset) is a pread-position change for uncompressed
 // input; for compressed input a forward seek inflates and discards, and a backward seek
-// restarts decompression from the beginning of the file (so checkpoints store uncompressed
-// offsets and restore by reopen + SeekTo).
+// restarts decompression from the beginning of the file (so checkpoints store
+// uncompressed offsets and restore by reopen + SeekTo).
 //
 // Compression: kGzip reads gzip streams (zlib windowBits 15+16), kZlib reads zlib streams
 // (windowBits 15). Concatenated gzip/zlib members are read one after another, as `zcat`
@@ -15,9 +16,9 @@
 // and the uncompressed and compressed offsets; such errors are sticky: every later read
 // returns the same error.
 //
-// Sizes read from data must never drive allocations on their own: Read/Peek/ReadAppend grow
-// their buffers with the data actually present, so asking for 2 GiB from a 10-byte file
-// allocates about 10 bytes.
+// Sizes read from data must never drive allocations on their own: Read/Peek/ReadAppend
+// grow their buffers with the data actually present, so asking for 2 GiB from a 10-byte
+// file allocates about 10 bytes.
 //
 // Accounting: bytes_read_from_disk() counts the bytes fetched from the underlying file
 // (compressed bytes for compressed input). It is an atomic counter so the stats plane may
@@ -48,36 +49,37 @@ class InputStream {
   // Opens `path` for reading. NotFound / PermissionDenied / InvalidArgument (a directory)
   // name the file. `buffer_size` (> 0) is the read buffer (and, when compressed, also the
   // compressed-input buffer).
-  static Result<std::unique_ptr<InputStream>> Open(const std::string& path,
-                                                   Compression compression = Compression::kNone,
-                                                   size_t buffer_size = kDefaultBufferSize);
+  static Result<std::unique_ptr<InputStream>> Open(
+      const std::string& path, Compression compression = Compression::kNone,
+      size_t buffer_size = kDefaultBufferSize);
   // Reads from memory (fuzzers, tests). `data` must outlive the stream; `name` stands for
   // the file name in error messages.
-  static std::unique_ptr<InputStream> FromMemory(std::string name, std::string_view data,
-                                                 Compression compression = Compression::kNone,
-                                                 size_t buffer_size = kDefaultBufferSize);
+  static std::unique_ptr<InputStream> FromMemory(
+      std::string name, std::string_view data,
+      Compression compression = Compression::kNone,
+      size_t buffer_size = kDefaultBufferSize);
 
   ~InputStream();
   InputStream(const InputStream&) = delete;
   InputStream& operator=(const InputStream&) = delete;
 
   // Consumes and returns up to `n` bytes; fewer only at the end of the stream. The view
-  // stays valid until the next non-const call. Meant for small reads (headers); the buffer
-  // grows to `n` when needed.
+  // stays valid until the next non-const call. Meant for small reads (headers); the
+  // buffer grows to `n` when needed.
   Result<std::string_view> Read(size_t n);
   // Like Read but does not consume: the next Read/Peek sees the same bytes.
   Result<std::string_view> Peek(size_t n);
-  // Copies up to `n` bytes into `dst`; returns how many (fewer only at the end). Large reads
-  // bypass the buffer.
+  // Copies up to `n` bytes into `dst`; returns how many (fewer only at the end). Large
+  // reads bypass the buffer.
   Result<size_t> ReadInto(char* dst, size_t n);
   // Appends up to `n` bytes to `*out`; returns how many. Memory grows with the bytes
   // actually read, so an absurd `n` from corrupt data allocates nothing extra.
   Result<size_t> ReadAppend(std::string* out, size_t n);
   // Discards up to `n` bytes; returns how many (fewer only at the end).
   Result<uint64_t> Skip(uint64_t n);
-  // Reads one line into `*line` without its "\n" (and a "\r" before it, or at the very end,
-  // is dropped too, like TensorFlow's InputBuffer::ReadLine). Returns false at the end of
-  // the stream when no characters remain.
+  // Reads one line into `*line` without its "\n" (and a "\r" before it, or at the very
+  // end, is dropped too, like TensorFlow's InputBuffer::ReadLine). Returns false at the
+  // end of the stream when no characters remain.
   Result<bool> ReadLine(std::string* line);
 
   // Positions the stream at uncompressed `offset`. OutOfRange when the stream is shorter.
@@ -87,7 +89,9 @@ class InputStream {
   // The uncompressed size when known without reading (uncompressed input), else nullopt.
   std::optional<uint64_t> Size() const;
 
-  uint64_t bytes_read_from_disk() const { return bytes_read_.load(std::memory_order_relaxed); }
+  uint64_t bytes_read_from_disk() const {
+    return bytes_read_.load(std::memory_order_relaxed);
+  }
   const std::string& name() const { return name_; }
   Compression compression() const { return compression_; }
 
@@ -97,10 +101,11 @@ class InputStream {
   class MemorySource;
   struct Inflater;
 
-  InputStream(std::unique_ptr<Source> source, Compression compression, size_t buffer_size);
+  InputStream(std::unique_ptr<Source> source, Compression compression,
+              size_t buffer_size);
   Status InitInflater();
-  // Produces up to `cap` stream bytes at the current production point into `dst`; returns 0
-  // only at the end of the stream.
+  // Produces up to `cap` stream bytes at the current production point into `dst`; returns
+  // 0 only at the end of the stream.
   Result<size_t> Produce(char* dst, size_t cap);
   Result<size_t> ProduceRaw(char* dst, size_t cap);
   Result<size_t> ProduceInflated(char* dst, size_t cap);
@@ -131,8 +136,8 @@ class InputStream {
 };
 
 // Buffered writer of a file with optional gzip/zlib compression (a real .gz stream for
-// kGzip, readable by zcat/gzip). Errors are sticky. The destructor closes the file, ignoring
-// errors; call Close() to see them.
+// kGzip, readable by zcat/gzip). Errors are sticky. The destructor closes the file,
+// ignoring errors; call Close() to see them.
 //
 // Thread-safety: one thread at a time.
 class OutputStream {

@@ -10,7 +10,8 @@
 namespace sluice {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "TFRecord coding assumes little endian");
+static_assert(std::endian::native == std::endian::little,
+              "TFRecord coding assumes little endian");
 
 void EncodeHeader(char* out, uint64_t length) {
   memcpy(out, &length, 8);
@@ -42,7 +43,8 @@ void AppendTFRecord(std::string* out, std::string_view data) {
 
 // ---- TFRecordReader ----
 
-TFRecordReader::TFRecordReader(std::unique_ptr<InputStream> stream, const Options& options)
+TFRecordReader::TFRecordReader(std::unique_ptr<InputStream> stream,
+                               const Options& options)
     : stream_(std::move(stream)),
       options_(options),
       probe_budget_left_(options.resync_probe_budget) {
@@ -51,8 +53,9 @@ TFRecordReader::TFRecordReader(std::unique_ptr<InputStream> stream, const Option
 
 Result<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string& path,
                                                              const Options& options) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> s,
-                          InputStream::Open(path, options.compression, options.buffer_size));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<InputStream> s,
+      InputStream::Open(path, options.compression, options.buffer_size));
   return std::make_unique<TFRecordReader>(std::move(s), options);
 }
 
@@ -70,7 +73,8 @@ Status TFRecordReader::SeekTo(uint64_t offset) {
   return stream_->SeekTo(offset);
 }
 
-Result<TFRecordReader::Outcome> TFRecordReader::ReadOne(std::string* data, std::string* detail) {
+Result<TFRecordReader::Outcome> TFRecordReader::ReadOne(std::string* data,
+                                                        std::string* detail) {
   const uint64_t off = stream_->Tell();
   SLUICE_ASSIGN_OR_RETURN(std::string_view hdr, stream_->Peek(kTFRecordHeaderSize));
   if (hdr.empty()) return Outcome::kEnd;
@@ -89,7 +93,8 @@ Result<TFRecordReader::Outcome> TFRecordReader::ReadOne(std::string* data, std::
   if (std::optional<uint64_t> size = stream_->Size()) {
     const uint64_t rest = *size - std::min(*size, off + kTFRecordHeaderSize);
     if (len > rest || rest - len < kTFRecordFooterSize) {
-      *detail = "the record needs " + std::to_string(len) + " data bytes and a 4-byte checksum, " +
+      *detail = "the record needs " + std::to_string(len) +
+                " data bytes and a 4-byte checksum, " +
                 std::to_string(len + kTFRecordFooterSize - rest) + " bytes missing";
       SLUICE_RETURN_IF_ERROR(stream_->Skip(rest));
       return Outcome::kTruncated;
@@ -110,7 +115,8 @@ Result<TFRecordReader::Outcome> TFRecordReader::ReadOne(std::string* data, std::
   data->clear();
   SLUICE_ASSIGN_OR_RETURN(size_t n, stream_->ReadAppend(data, len));
   if (n < len) {
-    *detail = "the record needs " + std::to_string(len) + " data bytes and a 4-byte checksum, " +
+    *detail = "the record needs " + std::to_string(len) +
+              " data bytes and a 4-byte checksum, " +
               std::to_string(len - n + kTFRecordFooterSize) + " bytes missing";
     return Outcome::kTruncated;
   }
@@ -145,7 +151,8 @@ Result<std::string> TFRecordReader::Resync() {
       if (!HeaderValid(p)) continue;
       len = DecodeFixed64(p);
       if (len > options_.max_record_length) continue;
-      if (size && len + kTFRecordHeaderSize + kTFRecordFooterSize > *size - (base + i)) continue;
+      if (size && len + kTFRecordHeaderSize + kTFRecordFooterSize > *size - (base + i))
+        continue;
       break;
     }
     if (i > last) {
@@ -156,7 +163,8 @@ Result<std::string> TFRecordReader::Resync() {
     SLUICE_RETURN_IF_ERROR(stream_->Skip(i));
     // Peek the whole candidate, so a false one costs no re-read (no backward seek, which
     // would mean re-inflating a compressed file).
-    const size_t total = static_cast<size_t>(len) + kTFRecordHeaderSize + kTFRecordFooterSize;
+    const size_t total =
+        static_cast<size_t>(len) + kTFRecordHeaderSize + kTFRecordFooterSize;
     SLUICE_ASSIGN_OR_RETURN(std::string_view rec, stream_->Peek(total));
     if (rec.size() == total &&
         DataValid(rec.substr(kTFRecordHeaderSize, len), rec.data() + total - 4)) {
@@ -166,8 +174,9 @@ Result<std::string> TFRecordReader::Resync() {
     }
     if (rec.size() >= probe_budget_left_) {
       probe_budget_left_ = 0;
-      return std::string("too many false record candidates while resynchronizing; the rest "
-                         "of the file is skipped");
+      return std::string(
+          "too many false record candidates while resynchronizing; the rest "
+          "of the file is skipped");
     }
     probe_budget_left_ -= rec.size();
     SLUICE_RETURN_IF_ERROR(stream_->Skip(1));

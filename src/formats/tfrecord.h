@@ -7,21 +7,24 @@
 //   byte   data[length]
 //   uint32 masked_crc32c(data)
 //
-// with masked_crc = ((crc >> 15) | (crc << 17)) + 0xa282ead8 (src/core/crc32c.h). The file may
-// be gzip- or zlib-compressed as a whole (Compression::kGzip / kZlib).
+// with masked_crc = ((crc >> 15) | (crc << 17)) + 0xa282ead8 (src/core/crc32c.h). The
+// file may be gzip- or zlib-compressed as a whole (Compression::kGzip / kZlib).
 //
 // Damage handling (TFRecordReader::ReadRecord):
-//  * data checksum mismatch: DataLoss "corrupt record at offset N in file F: data checksum
+//  * data checksum mismatch: DataLoss "corrupt record at offset N in file F: data
+//  checksum
 //    mismatch ..."; the header was intact, so the reader continues with the next record.
 //  * header (length) checksum mismatch: DataLoss "corrupt record at offset N in file F:
 //    header checksum mismatch ..."; the length cannot be trusted, so the reader
-//    resynchronizes before returning: it scans forward from N+1 for the next offset whose 12
-//    header bytes carry a valid length checksum and a plausible length and whose data
+//    resynchronizes before returning: it scans forward from N+1 for the next offset whose
+//    12 header bytes carry a valid length checksum and a plausible length and whose data
 //    checksum verifies, and the next call returns that record. One flipped byte loses one
 //    record, not the rest of the file. (TensorFlow gives up on the file instead.)
-//  * a truncated final record (or header): DataLoss "truncated record at offset N in file F:
+//  * a truncated final record (or header): DataLoss "truncated record at offset N in file
+//  F:
 //    ... M bytes missing"; the reader is then at the end.
-//  * a length over kMaxRecordLength (2 GiB), or over what remains of an uncompressed file, is
+//  * a length over kMaxRecordLength (2 GiB), or over what remains of an uncompressed
+//  file, is
 //    never allocated: it is reported (and the record skipped, or treated as truncated).
 //  * an I/O error or corrupt compressed data ends the file: the error is returned and
 //    done() becomes true.
@@ -56,7 +59,8 @@ class TFRecordReader {
   struct Options {
     Compression compression = Compression::kNone;
     size_t buffer_size = InputStream::kDefaultBufferSize;
-    // Longer records are reported and skipped, never allocated (at most kMaxRecordLength).
+    // Longer records are reported and skipped, never allocated (at most
+    // kMaxRecordLength).
     uint64_t max_record_length = kMaxRecordLength;
     // Resynchronization verifies candidate records; candidates whose data checksum fails
     // (which needs a 1-in-2^32 coincidence on naturally damaged data, so only adversarial

@@ -1,10 +1,11 @@
-// FixedLengthRecord: records of `record_bytes` bytes after a `header_bytes` header and before
-// a `footer_bytes` footer of each file, one string scalar per record (tf.data's
-// FixedLengthRecordDataset). A trailing partial record is DataLoss naming its offset, after
-// the whole records before it were produced (tf.data rejects such an uncompressed file up
-// front with InvalidArgument and yields nothing from it; sluice yields what is intact). A
-// file shorter than header + footer is DataLoss too. Files are opened lazily; an unopenable
-// file is reported once and skipped. Checkpoint: file index + uncompressed offset.
+// FixedLengthRecord: records of `record_bytes` bytes after a `header_bytes` header and
+// before a `footer_bytes` footer of each file, one string scalar per record (tf.data's
+// FixedLengthRecordDataset). A trailing partial record is DataLoss naming its offset,
+// after the whole records before it were produced (tf.data rejects such an uncompressed
+// file up front with InvalidArgument and yields nothing from it; sluice yields what is
+// intact). A file shorter than header + footer is DataLoss too. Files are opened lazily;
+// an unopenable file is reported once and skipped. Checkpoint: file index + uncompressed
+// offset.
 #include "formats/input_stream.h"
 #include "graph/attr.h"
 #include "ops/ops.h"
@@ -24,7 +25,8 @@ class FixedLengthRecordDataset : public DatasetNode {
  public:
   FixedLengthRecordDataset(OpArgs args, std::vector<std::string> files, Layout layout,
                            Compression compression, size_t buffer_size)
-      : DatasetNode(kOp, std::move(args), ElementSpec{{{DType::kString, PartialShape{}}}}),
+      : DatasetNode(kOp, std::move(args),
+                    ElementSpec{{{DType::kString, PartialShape{}}}}),
         files_(std::move(files)),
         layout_(layout),
         compression_(compression),
@@ -84,7 +86,8 @@ class FixedLengthRecordIterator : public IteratorBase {
     if (index < 0 || index > n || offset < -1 || (offset >= 0 && index == n) ||
         (offset >= 0 && static_cast<uint64_t>(offset) < layout_.header)) {
       return DataLossError("FixedLengthRecord: invalid checkpoint (file index " +
-                           std::to_string(index) + ", offset " + std::to_string(offset) + ")");
+                           std::to_string(index) + ", offset " + std::to_string(offset) +
+                           ")");
     }
     stream_.reset();
     index_ = static_cast<size_t>(index);
@@ -124,17 +127,18 @@ class FixedLengthRecordIterator : public IteratorBase {
     std::optional<uint64_t> size = stream->Size();
     if (size && *size < layout_.header + layout_.footer) {
       ++index_;
-      return DataLossError(std::string(kOp) + ": file " + name + " has " +
-                           std::to_string(*size) + " bytes, fewer than header_bytes + " +
-                           "footer_bytes = " + std::to_string(layout_.header + layout_.footer));
+      return DataLossError(
+          std::string(kOp) + ": file " + name + " has " + std::to_string(*size) +
+          " bytes, fewer than header_bytes + " +
+          "footer_bytes = " + std::to_string(layout_.header + layout_.footer));
     }
     auto skipped = stream->Skip(layout_.header);
     if (!skipped.ok() || *skipped < layout_.header) {
       ++index_;
       if (!skipped.ok()) return skipped.status().WithContext(kOp);
-      return DataLossError(std::string(kOp) + ": file " + name + " has " +
-                           std::to_string(*skipped) + " bytes, fewer than header_bytes = " +
-                           std::to_string(layout_.header));
+      return DataLossError(
+          std::string(kOp) + ": file " + name + " has " + std::to_string(*skipped) +
+          " bytes, fewer than header_bytes = " + std::to_string(layout_.header));
     }
     stream_ = std::move(stream);
     return Status::OK();
@@ -177,11 +181,12 @@ class FixedLengthRecordIterator : public IteratorBase {
   }
 
   Status Partial(uint64_t off, uint64_t have, const std::string& why) {
-    std::string msg = "trailing partial record at offset " + std::to_string(off) + " in file " +
-                      stream_->name() + ": " + std::to_string(have) + " of " +
-                      std::to_string(layout_.record) + " bytes (" +
+    std::string msg = "trailing partial record at offset " + std::to_string(off) +
+                      " in file " + stream_->name() + ": " + std::to_string(have) +
+                      " of " + std::to_string(layout_.record) + " bytes (" +
                       std::to_string(layout_.record - have) + " bytes missing)";
-    if (layout_.footer > 0) msg += " before the " + std::to_string(layout_.footer) + "-byte footer";
+    if (layout_.footer > 0)
+      msg += " before the " + std::to_string(layout_.footer) + "-byte footer";
     if (!why.empty()) msg += "; " + why;
     return DataLossError(std::move(msg));
   }
@@ -210,37 +215,45 @@ void RegisterFixedLengthRecordDataset(Registry* r) {
        return InvalidArgumentError("FixedLengthRecord: takes no inputs or functions");
      }
      const AttrMap& a = args.attrs;
-     SLUICE_ASSIGN_OR_RETURN(auto files, GetAttr<std::vector<std::string>>(a, kOp, "filenames"));
+     SLUICE_ASSIGN_OR_RETURN(auto files,
+                             GetAttr<std::vector<std::string>>(a, kOp, "filenames"));
      SLUICE_ASSIGN_OR_RETURN(int64_t record, GetAttr<int64_t>(a, kOp, "record_bytes"));
-     SLUICE_ASSIGN_OR_RETURN(int64_t header, GetAttrOr<int64_t>(a, kOp, "header_bytes", 0));
-     SLUICE_ASSIGN_OR_RETURN(int64_t footer, GetAttrOr<int64_t>(a, kOp, "footer_bytes", 0));
-     SLUICE_ASSIGN_OR_RETURN(std::string comp, GetAttrOr<std::string>(a, kOp, "compression", ""));
+     SLUICE_ASSIGN_OR_RETURN(int64_t header,
+                             GetAttrOr<int64_t>(a, kOp, "header_bytes", 0));
+     SLUICE_ASSIGN_OR_RETURN(int64_t footer,
+                             GetAttrOr<int64_t>(a, kOp, "footer_bytes", 0));
+     SLUICE_ASSIGN_OR_RETURN(std::string comp,
+                             GetAttrOr<std::string>(a, kOp, "compression", ""));
      SLUICE_ASSIGN_OR_RETURN(
          int64_t buffer_size,
          GetAttrOr<int64_t>(a, kOp, "buffer_size",
                             static_cast<int64_t>(InputStream::kDefaultBufferSize)));
      if (record <= 0 || record > kMaxRecordBytes) {
-       return InvalidArgumentError("FixedLengthRecord: record_bytes must be in [1, 2^31], got " +
-                                   std::to_string(record));
+       return InvalidArgumentError(
+           "FixedLengthRecord: record_bytes must be in [1, 2^31], got " +
+           std::to_string(record));
      }
      if (header < 0 || header > (int64_t{1} << 62)) {
        return InvalidArgumentError("FixedLengthRecord: header_bytes must be >= 0, got " +
                                    std::to_string(header));
      }
      if (footer < 0 || footer > kMaxRecordBytes) {
-       return InvalidArgumentError("FixedLengthRecord: footer_bytes must be in [0, 2^31], got " +
-                                   std::to_string(footer));
+       return InvalidArgumentError(
+           "FixedLengthRecord: footer_bytes must be in [0, 2^31], got " +
+           std::to_string(footer));
      }
      if (buffer_size < 1 || buffer_size > (int64_t{1} << 30)) {
-       return InvalidArgumentError("FixedLengthRecord: buffer_size must be in [1, 2^30], got " +
-                                   std::to_string(buffer_size));
+       return InvalidArgumentError(
+           "FixedLengthRecord: buffer_size must be in [1, 2^30], got " +
+           std::to_string(buffer_size));
      }
      auto c = CompressionFromName(comp);
      if (!c.ok()) return c.status().WithContext(kOp);
      Layout layout{static_cast<uint64_t>(record), static_cast<uint64_t>(header),
                    static_cast<uint64_t>(footer)};
      return DatasetPtr(std::make_shared<FixedLengthRecordDataset>(
-         std::move(args), std::move(files), layout, *c, static_cast<size_t>(buffer_size)));
+         std::move(args), std::move(files), layout, *c,
+         static_cast<size_t>(buffer_size)));
    }).IgnoreError();
 }
 

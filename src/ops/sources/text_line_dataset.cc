@@ -1,7 +1,7 @@
-// TextLine: the lines of text files without their "\n" / "\r\n" endings, one string scalar
-// per line (tf.data's TextLineDataset); a last line without a newline is still a line.
-// Files are opened lazily, one after another; an unopenable file is reported once and
-// skipped, and an I/O or decompression error ends its file. Checkpoint: file index +
+// TextLine: the lines of text files without their "\n" / "\r\n" endings, one string
+// scalar per line (tf.data's TextLineDataset); a last line without a newline is still a
+// line. Files are opened lazily, one after another; an unopenable file is reported once
+// and skipped, and an I/O or decompression error ends its file. Checkpoint: file index +
 // uncompressed offset of the next line.
 #include "formats/input_stream.h"
 #include "graph/attr.h"
@@ -17,7 +17,8 @@ class TextLineDataset : public DatasetNode {
  public:
   TextLineDataset(OpArgs args, std::vector<std::string> files, Compression compression,
                   size_t buffer_size)
-      : DatasetNode(kOp, std::move(args), ElementSpec{{{DType::kString, PartialShape{}}}}),
+      : DatasetNode(kOp, std::move(args),
+                    ElementSpec{{{DType::kString, PartialShape{}}}}),
         files_(std::move(files)),
         compression_(compression),
         buffer_size_(buffer_size) {}
@@ -80,8 +81,9 @@ class TextLineIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(int64_t offset, r.ReadInt(prefix(), "offset"));
     const int64_t n = static_cast<int64_t>(ds_->files().size());
     if (index < 0 || index > n || offset < -1 || (offset >= 0 && index == n)) {
-      return DataLossError("TextLine: invalid checkpoint (file index " + std::to_string(index) +
-                           ", offset " + std::to_string(offset) + ")");
+      return DataLossError("TextLine: invalid checkpoint (file index " +
+                           std::to_string(index) + ", offset " + std::to_string(offset) +
+                           ")");
     }
     stream_.reset();
     index_ = static_cast<size_t>(index);
@@ -115,8 +117,8 @@ void RegisterTextLineDataset(Registry* r) {
      if (!args.inputs.empty() || !args.functions.empty()) {
        return InvalidArgumentError("TextLine: takes no inputs or functions");
      }
-     SLUICE_ASSIGN_OR_RETURN(auto files,
-                             GetAttr<std::vector<std::string>>(args.attrs, kOp, "filenames"));
+     SLUICE_ASSIGN_OR_RETURN(
+         auto files, GetAttr<std::vector<std::string>>(args.attrs, kOp, "filenames"));
      SLUICE_ASSIGN_OR_RETURN(std::string comp,
                              GetAttrOr<std::string>(args.attrs, kOp, "compression", ""));
      auto c = CompressionFromName(comp);
@@ -129,8 +131,8 @@ void RegisterTextLineDataset(Registry* r) {
        return InvalidArgumentError("TextLine: buffer_size must be in [1, 2^30], got " +
                                    std::to_string(buffer_size));
      }
-     return DatasetPtr(std::make_shared<TextLineDataset>(std::move(args), std::move(files), *c,
-                                                         static_cast<size_t>(buffer_size)));
+     return DatasetPtr(std::make_shared<TextLineDataset>(
+         std::move(args), std::move(files), *c, static_cast<size_t>(buffer_size)));
    }).IgnoreError();
 }
 

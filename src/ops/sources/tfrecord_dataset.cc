@@ -1,7 +1,8 @@
 // TFRecord: the records of TFRecord files, one string scalar per record (tf.data's
-// TFRecordDataset). Files are opened lazily, one after another. A file that cannot be opened
-// is reported once and skipped; damaged records are reported and reading resumes after them
-// (see formats/tfrecord.h). Checkpoint: file index + uncompressed offset of the next record.
+// TFRecordDataset). Files are opened lazily, one after another. A file that cannot be
+// opened is reported once and skipped; damaged records are reported and reading resumes
+// after them (see formats/tfrecord.h). Checkpoint: file index + uncompressed offset of
+// the next record.
 #include "formats/tfrecord.h"
 #include "graph/attr.h"
 #include "ops/ops.h"
@@ -14,8 +15,10 @@ constexpr char kOp[] = "TFRecord";
 
 class TFRecordDataset : public DatasetNode {
  public:
-  TFRecordDataset(OpArgs args, std::vector<std::string> files, TFRecordReader::Options options)
-      : DatasetNode(kOp, std::move(args), ElementSpec{{{DType::kString, PartialShape{}}}}),
+  TFRecordDataset(OpArgs args, std::vector<std::string> files,
+                  TFRecordReader::Options options)
+      : DatasetNode(kOp, std::move(args),
+                    ElementSpec{{{DType::kString, PartialShape{}}}}),
         files_(std::move(files)),
         options_(options) {}
 
@@ -65,7 +68,8 @@ class TFRecordIterator : public IteratorBase {
 
   Status SaveInternal(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "file_index", static_cast<int64_t>(index_));
-    w->WriteInt(prefix(), "offset", reader_ ? static_cast<int64_t>(reader_->offset()) : -1);
+    w->WriteInt(prefix(), "offset",
+                reader_ ? static_cast<int64_t>(reader_->offset()) : -1);
     return Status::OK();
   }
 
@@ -74,13 +78,15 @@ class TFRecordIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(int64_t offset, r.ReadInt(prefix(), "offset"));
     const int64_t n = static_cast<int64_t>(ds_->files().size());
     if (index < 0 || index > n || offset < -1 || (offset >= 0 && index == n)) {
-      return DataLossError("TFRecord: invalid checkpoint (file index " + std::to_string(index) +
-                           ", offset " + std::to_string(offset) + ")");
+      return DataLossError("TFRecord: invalid checkpoint (file index " +
+                           std::to_string(index) + ", offset " + std::to_string(offset) +
+                           ")");
     }
     reader_.reset();
     index_ = static_cast<size_t>(index);
     if (offset >= 0) {
-      SLUICE_ASSIGN_OR_RETURN(reader_, TFRecordReader::Open(ds_->files()[index_], ds_->options()));
+      SLUICE_ASSIGN_OR_RETURN(reader_,
+                              TFRecordReader::Open(ds_->files()[index_], ds_->options()));
       SLUICE_RETURN_IF_ERROR(reader_->SeekTo(static_cast<uint64_t>(offset)));
     }
     return Status::OK();
@@ -109,8 +115,8 @@ void RegisterTFRecordDataset(Registry* r) {
      if (!args.inputs.empty() || !args.functions.empty()) {
        return InvalidArgumentError("TFRecord: takes no inputs or functions");
      }
-     SLUICE_ASSIGN_OR_RETURN(auto files,
-                             GetAttr<std::vector<std::string>>(args.attrs, kOp, "filenames"));
+     SLUICE_ASSIGN_OR_RETURN(
+         auto files, GetAttr<std::vector<std::string>>(args.attrs, kOp, "filenames"));
      SLUICE_ASSIGN_OR_RETURN(std::string comp,
                              GetAttrOr<std::string>(args.attrs, kOp, "compression", ""));
      auto c = CompressionFromName(comp);
