@@ -340,7 +340,12 @@ BufferPtr Buffer::Wrap(void* data, size_t bytes, std::function<void()> release) 
 }
 
 void Buffer::Unref() {
-  if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Sole owner: nobody else can add a reference (that needs one), so skip the locked
+  // decrement. Otherwise decrement and free if it was the last reference.
+  if (refs_.load(std::memory_order_acquire) != 1 &&
+      refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+    return;
+  }
   if (num_strings_ > 0) {
     auto* s = static_cast<std::string*>(data_);
     for (size_t i = 0; i < num_strings_; ++i) s[i].~basic_string();

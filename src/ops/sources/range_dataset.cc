@@ -35,7 +35,8 @@ class RangeIterator : public IteratorBase {
 
   Result<std::optional<Element>> GetNextInternal() override {
     if (Done()) return std::nullopt;
-    Element e{Tensor::Scalar<int64_t>(next_)};
+    Element e;
+    e.push_back(Tensor::Scalar<int64_t>(next_));  // moved in: no refcount traffic
     next_ += ds_->step_;
     return e;
   }
