@@ -1,5 +1,7 @@
 #include "ops/op_util.h"
 
+#include <cstdint>
+
 namespace sluice {
 
 Status CheckArity(std::string_view op, const OpArgs& args, size_t inputs, size_t functions) {
@@ -42,6 +44,30 @@ ElementSpec UnbatchedSpec(const ElementSpec& spec) {
     out.components.push_back({c.dtype, c.shape.WithoutLeadingDim()});
   }
   return out;
+}
+
+int64_t BatchCardinality(int64_t input, int64_t batch_size, bool drop_remainder) {
+  if (input < 0) return input;
+  return drop_remainder ? input / batch_size : (input + batch_size - 1) / batch_size;
+}
+
+Status ReadBatchRows(IteratorBase* input, int64_t batch_size,
+                     std::vector<Element>* rows) {
+  rows->clear();
+  while (static_cast<int64_t>(rows->size()) < batch_size) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input->GetNext());
+    if (!e) break;
+    rows->push_back(std::move(*e));
+  }
+  return Status::OK();
+}
+
+Result<int64_t> SkipBatches(IteratorBase* input, int64_t n, int64_t batch_size,
+                            bool drop_remainder) {
+  if (n > INT64_MAX / batch_size) n = INT64_MAX / batch_size;
+  SLUICE_ASSIGN_OR_RETURN(int64_t k, input->Skip(n * batch_size));
+  const bool partial = k % batch_size != 0;
+  return k / batch_size + (partial && !drop_remainder ? 1 : 0);
 }
 
 }  // namespace sluice

@@ -3,8 +3,10 @@
 #define SLUICE_OPS_OP_UTIL_H_
 
 #include <string>
+#include <vector>
 
 #include "graph/dataset_node.h"
+#include "runtime/iterator_base.h"
 
 namespace sluice {
 
@@ -18,6 +20,20 @@ Status CheckFunctionKind(std::string_view op, const Function& f, Function::Kind 
 ElementSpec BatchedSpec(const ElementSpec& spec, int64_t batch);
 // The spec of one row of `spec` (drops dimension 0).
 ElementSpec UnbatchedSpec(const ElementSpec& spec);
+
+// Batch-shaped ops (batch, padded_batch).
+//
+// The number of batches of `batch_size` (> 0) made from `input` elements; negative
+// (unknown, infinite) cardinalities pass through.
+int64_t BatchCardinality(int64_t input, int64_t batch_size, bool drop_remainder);
+// Reads up to `batch_size` elements of `input` into *rows (cleared first, capacity kept);
+// fewer only at the end of the input. On an input error the rows read before it are
+// consumed and dropped, as in tf.data.
+Status ReadBatchRows(IteratorBase* input, int64_t batch_size, std::vector<Element>* rows);
+// Skips up to `n` batches of `input` without building them; returns how many (a last
+// partial batch counts unless drop_remainder). Saturates instead of overflowing.
+Result<int64_t> SkipBatches(IteratorBase* input, int64_t n, int64_t batch_size,
+                            bool drop_remainder);
 
 }  // namespace sluice
 

@@ -91,4 +91,48 @@ void IteratorBase::CollectStats(std::vector<IteratorStats>* out) const {
   for (const IteratorBase* c : children_) c->CollectStats(out);
 }
 
+Status UnaryIterator::Initialize(const IteratorContext& ctx) {
+  ctx_ = ctx;
+  SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
+  return InitializeState(ctx);
+}
+
+Status UnaryIterator::SaveInternal(CheckpointWriter* w) const {
+  SLUICE_RETURN_IF_ERROR(SaveState(w));
+  return input_->Save(w);
+}
+
+Status UnaryIterator::RestoreInternal(const CheckpointReader& r) {
+  SLUICE_RETURN_IF_ERROR(RestoreState(r));
+  return input_->Restore(r);
+}
+
+Result<std::optional<Element>> IndexedIterator::GetNextInternal() {
+  if (next_ >= num_rows()) return std::nullopt;
+  Result<Element> row = Row(next_++);
+  if (!row.ok()) return row.status();
+  return std::move(row).value();
+}
+
+Result<int64_t> IndexedIterator::SkipInternal(int64_t n) {
+  const int64_t k = std::min(n, num_rows() - next_);
+  next_ += k;
+  return k;
+}
+
+Status IndexedIterator::SaveInternal(CheckpointWriter* w) const {
+  w->WriteInt(prefix(), "next", next_);
+  return Status::OK();
+}
+
+Status IndexedIterator::RestoreInternal(const CheckpointReader& r) {
+  SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
+  if (next < 0 || next > num_rows()) {
+    return DataLossError(node().op() + ": checkpoint position " + std::to_string(next) +
+                         " is outside [0, " + std::to_string(num_rows()) + "]" + Where());
+  }
+  next_ = next;
+  return Status::OK();
+}
+
 }  // namespace sluice

@@ -126,6 +126,71 @@ class IteratorBase {
   mutable IteratorBase* parent_ = nullptr;
 };
 
+// UnaryIterator: the base of iterators with exactly one input that is created at
+// Initialize and lives as long as the iterator (map, filter, batch, take, ...).
+//
+// Initialize makes input_ with MakeInput(ctx) and keeps ctx in ctx_ (for inner iterators
+// the subclass creates later), then calls InitializeState(ctx). A checkpoint holds the
+// subclass's state (SaveState/RestoreState, under prefix()) followed by the input's;
+// RestoreState runs on a freshly initialized iterator, before the input is restored, and
+// an error from it is returned without restoring the input.
+//
+// Ops whose input is re-created (repeat, concatenate, shuffle's replay) or made lazily
+// (cache), or whose checkpoint sometimes omits the input, derive from IteratorBase.
+//
+// Thread-safety: as IteratorBase.
+class UnaryIterator : public IteratorBase {
+ public:
+  using IteratorBase::IteratorBase;
+
+  Status Initialize(const IteratorContext& ctx) final;
+
+ protected:
+  // Hooks; each defaults to OK (stateless ops need none of them).
+  virtual Status InitializeState(const IteratorContext& ctx) { return Status::OK(); }
+  virtual Status SaveState(CheckpointWriter* w) const { return Status::OK(); }
+  virtual Status RestoreState(const CheckpointReader& r) { return Status::OK(); }
+
+  Status SaveInternal(CheckpointWriter* w) const final;
+  Status RestoreInternal(const CheckpointReader& r) final;
+
+  std::unique_ptr<IteratorBase> input_;  // non-null after a successful Initialize
+  IteratorContext ctx_;                  // the context Initialize was called with
+};
+
+// IndexedIterator: the base of source iterators that produce rows 0 .. num_rows() - 1 of
+// a known, fixed count by index (from_tensors, image_folder, idx, ...). It keeps the
+// index of the next row, skips by moving it (no row is built), and checkpoints it as
+// "next"; Restore rejects an index outside [0, num_rows()] with DataLoss.
+//
+// Row(i) is called after the index has moved past i: the row is consumed even when it
+// fails. A subclass that cannot go on after an error calls End().
+//
+// Thread-safety: as IteratorBase.
+class IndexedIterator : public IteratorBase {
+ public:
+  using IteratorBase::IteratorBase;
+
+ protected:
+  // The number of rows; fixed for the iterator's lifetime.
+  virtual int64_t num_rows() const = 0;
+  // Row i, 0 <= i < num_rows().
+  virtual Result<Element> Row(int64_t i) = 0;
+  // Appended to checkpoint errors, e.g. " for 'path'" (default: nothing).
+  virtual std::string Where() const { return ""; }
+
+  // Moves to the end: the next GetNext returns nullopt.
+  void End() { next_ = num_rows(); }
+
+  Result<std::optional<Element>> GetNextInternal() final;
+  Result<int64_t> SkipInternal(int64_t n) final;
+  Status SaveInternal(CheckpointWriter* w) const final;
+  Status RestoreInternal(const CheckpointReader& r) final;
+
+ private:
+  int64_t next_ = 0;
+};
+
 }  // namespace sluice
 
 #endif  // SLUICE_RUNTIME_ITERATOR_BASE_H_

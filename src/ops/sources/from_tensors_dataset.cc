@@ -35,33 +35,17 @@ class FromTensorsDataset : public DatasetNode {
   bool slices_;
 };
 
-class FromTensorsIterator : public IteratorBase {
+class FromTensorsIterator : public IndexedIterator {
  public:
   FromTensorsIterator(const FromTensorsDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
-  Result<std::optional<Element>> GetNextInternal() override {
-    if (next_ >= ds_->num_rows()) return std::nullopt;
-    return ds_->Row(next_++);
-  }
-  Result<int64_t> SkipInternal(int64_t n) override {
-    int64_t k = std::min(n, ds_->num_rows() - next_);
-    next_ += k;
-    return k;
-  }
-  Status SaveInternal(CheckpointWriter* w) const override {
-    w->WriteInt(prefix(), "next", next_);
-    return Status::OK();
-  }
-  Status RestoreInternal(const CheckpointReader& r) override {
-    SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
-    return Status::OK();
-  }
+  int64_t num_rows() const override { return ds_->num_rows(); }
+  Result<Element> Row(int64_t i) override { return ds_->Row(i); }
 
  private:
   const FromTensorsDataset* ds_;
-  int64_t next_ = 0;
 };
 
 Result<std::unique_ptr<IteratorBase>> FromTensorsDataset::MakeIteratorInternal(

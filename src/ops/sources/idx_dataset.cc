@@ -32,23 +32,25 @@ class IdxDataset : public DatasetNode {
   IdxHeader header_;
 };
 
-class IdxIterator : public IteratorBase {
+class IdxIterator : public IndexedIterator {
  public:
   IdxIterator(const IdxDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
-  Result<std::optional<Element>> GetNextInternal() override {
-    const int64_t rows = ds_->header().num_rows();
-    if (next_ >= rows) return std::nullopt;
+  int64_t num_rows() const override { return ds_->header().num_rows(); }
+  std::string Where() const override { return " for '" + ds_->path() + "'"; }
+
+  // Skips only move the index: the reader seeks on the next read.
+  Result<Element> Row(int64_t i) override {
     if (!reader_) {
       auto r = IdxReader::Open(ds_->path());
       if (!r.ok()) {
-        next_ = rows;  // nothing more can be read: report once, then end
+        End();  // nothing more can be read: report once, then end
         return r.status();
       }
       if (!((*r)->header() == ds_->header())) {
-        next_ = rows;
+        End();
         return DataLossError("Idx: '" + ds_->path() +
                              "' changed since the dataset was built (" + "dims " +
                              Shape((*r)->header().dims).ToString() + ", were " +
@@ -56,42 +58,17 @@ class IdxIterator : public IteratorBase {
       }
       reader_ = std::move(r).value();
     }
-    auto row = reader_->ReadRow(next_);
+    auto row = reader_->ReadRow(i);
     if (!row.ok()) {
-      // Truncated or corrupt data: the rest of the file is unreadable too.
-      next_ = rows;
+      End();  // truncated or corrupt data: the rest of the file is unreadable too
       return row.status();
     }
-    ++next_;
     return Element{std::move(row).value()};
-  }
-
-  Result<int64_t> SkipInternal(int64_t n) override {
-    int64_t k = std::min(n, ds_->header().num_rows() - next_);
-    next_ += k;  // the reader seeks lazily on the next read
-    return k;
-  }
-
-  Status SaveInternal(CheckpointWriter* w) const override {
-    w->WriteInt(prefix(), "next", next_);
-    return Status::OK();
-  }
-
-  Status RestoreInternal(const CheckpointReader& r) override {
-    SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
-    if (next < 0 || next > ds_->header().num_rows()) {
-      return DataLossError(
-          "Idx: checkpoint row " + std::to_string(next) + " out of range [0, " +
-          std::to_string(ds_->header().num_rows()) + "] for '" + ds_->path() + "'");
-    }
-    next_ = next;
-    return Status::OK();
   }
 
  private:
   const IdxDataset* ds_;
   std::unique_ptr<IdxReader> reader_;  // opened on the first read
-  int64_t next_ = 0;
 };
 
 Result<std::unique_ptr<IteratorBase>> IdxDataset::MakeIteratorInternal(

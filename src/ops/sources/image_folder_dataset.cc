@@ -128,42 +128,17 @@ class ImageFolderDataset : public DatasetNode {
   std::vector<int64_t> labels_;
 };
 
-class ImageFolderIterator : public IteratorBase {
+class ImageFolderIterator : public IndexedIterator {
  public:
   ImageFolderIterator(const ImageFolderDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
-  Result<std::optional<Element>> GetNextInternal() override {
-    if (next_ >= ds_->Cardinality()) return std::nullopt;
-    return ds_->Row(static_cast<size_t>(next_++));
-  }
-
-  Result<int64_t> SkipInternal(int64_t n) override {
-    int64_t k = std::min(n, ds_->Cardinality() - next_);
-    next_ += k;
-    return k;
-  }
-
-  Status SaveInternal(CheckpointWriter* w) const override {
-    w->WriteInt(prefix(), "next", next_);
-    return Status::OK();
-  }
-
-  Status RestoreInternal(const CheckpointReader& r) override {
-    SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
-    if (next < 0 || next > ds_->Cardinality()) {
-      return DataLossError("ImageFolder: checkpoint index " + std::to_string(next) +
-                           " out of range for " + std::to_string(ds_->Cardinality()) +
-                           " files");
-    }
-    next_ = next;
-    return Status::OK();
-  }
+  int64_t num_rows() const override { return ds_->Cardinality(); }
+  Result<Element> Row(int64_t i) override { return ds_->Row(static_cast<size_t>(i)); }
 
  private:
   const ImageFolderDataset* ds_;
-  int64_t next_ = 0;
 };
 
 Result<std::unique_ptr<IteratorBase>> ImageFolderDataset::MakeIteratorInternal(

@@ -91,10 +91,10 @@ class ListFilesDataset : public DatasetNode {
   uint64_t seed_;
 };
 
-class ListFilesIterator : public IteratorBase {
+class ListFilesIterator : public IndexedIterator {
  public:
   ListFilesIterator(const ListFilesDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
 
   Status Initialize(const IteratorContext& ctx) override {
     if (!ds_->shuffle()) return Status::OK();
@@ -108,40 +108,15 @@ class ListFilesIterator : public IteratorBase {
   }
 
  protected:
-  Result<std::optional<Element>> GetNextInternal() override {
-    const auto& files = ds_->files();
-    if (next_ >= files.size()) return std::nullopt;
-    size_t i = ds_->shuffle() ? order_[next_] : next_;
-    ++next_;
-    return Element{Tensor::Scalar(files[i])};
-  }
-
-  Result<int64_t> SkipInternal(int64_t n) override {
-    int64_t k = std::min<int64_t>(n, static_cast<int64_t>(ds_->files().size() - next_));
-    next_ += static_cast<size_t>(k);
-    return k;
-  }
-
-  Status SaveInternal(CheckpointWriter* w) const override {
-    w->WriteInt(prefix(), "next", static_cast<int64_t>(next_));
-    return Status::OK();
-  }
-
-  Status RestoreInternal(const CheckpointReader& r) override {
-    SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
-    if (next < 0 || next > static_cast<int64_t>(ds_->files().size())) {
-      return DataLossError("ListFiles: checkpoint position " + std::to_string(next) +
-                           " out of range for " + std::to_string(ds_->files().size()) +
-                           " files");
-    }
-    next_ = static_cast<size_t>(next);
-    return Status::OK();
+  int64_t num_rows() const override { return static_cast<int64_t>(ds_->files().size()); }
+  Result<Element> Row(int64_t i) override {
+    const size_t f = ds_->shuffle() ? order_[i] : static_cast<size_t>(i);
+    return Element{Tensor::Scalar(ds_->files()[f])};
   }
 
  private:
   const ListFilesDataset* ds_;
   std::vector<size_t> order_;  // the permutation when shuffling
-  size_t next_ = 0;
 };
 
 Result<std::unique_ptr<IteratorBase>> ListFilesDataset::MakeIteratorInternal(

@@ -13,9 +13,7 @@ class BatchDataset : public DatasetNode {
         batch_size_(batch_size), drop_remainder_(drop_remainder) {}
 
   int64_t Cardinality() const override {
-    int64_t c = input(0)->Cardinality();
-    if (c < 0) return c;
-    return drop_remainder_ ? c / batch_size_ : (c + batch_size_ - 1) / batch_size_;
+    return BatchCardinality(input(0)->Cardinality(), batch_size_, drop_remainder_);
   }
   int64_t batch_size() const { return batch_size_; }
   bool drop_remainder() const { return drop_remainder_; }
@@ -50,25 +48,15 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
   return Element(std::move(out), rows[0].names());
 }
 
-class BatchIterator : public IteratorBase {
+class BatchIterator : public UnaryIterator {
  public:
   BatchIterator(const BatchDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
-    rows_.clear();
     rows_.reserve(ds_->batch_size());
-    while (static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
-      if (!e) break;
-      rows_.push_back(std::move(*e));
-    }
+    SLUICE_RETURN_IF_ERROR(ReadBatchRows(input_.get(), ds_->batch_size(), &rows_));
     if (rows_.empty()) return std::nullopt;
     if (ds_->drop_remainder() && static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {
       return std::nullopt;
@@ -78,18 +66,11 @@ class BatchIterator : public IteratorBase {
   }
 
   Result<int64_t> SkipInternal(int64_t n) override {
-    SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(n * ds_->batch_size()));
-    int64_t full = k / ds_->batch_size();
-    bool partial = k % ds_->batch_size() != 0;
-    return full + (partial && !ds_->drop_remainder() ? 1 : 0);
+    return SkipBatches(input_.get(), n, ds_->batch_size(), ds_->drop_remainder());
   }
-
-  Status SaveInternal(CheckpointWriter* w) const override { return input_->Save(w); }
-  Status RestoreInternal(const CheckpointReader& r) override { return input_->Restore(r); }
 
  private:
   const BatchDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   std::vector<Element> rows_;    // reused between calls to avoid reallocating
   std::vector<Tensor> column_;  // likewise
 };

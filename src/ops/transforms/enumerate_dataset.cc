@@ -32,15 +32,10 @@ class EnumerateDataset : public DatasetNode {
   const int64_t start_;
 };
 
-class EnumerateIterator : public IteratorBase {
+class EnumerateIterator : public UnaryIterator {
  public:
   EnumerateIterator(const EnumerateDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), next_(ds->start()) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), next_(ds->start()) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -65,18 +60,17 @@ class EnumerateIterator : public IteratorBase {
     return k;
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "next", next_);
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
-  std::unique_ptr<IteratorBase> input_;
   int64_t next_;  // the next index
 };
 

@@ -27,15 +27,10 @@ class FilterDataset : public DatasetNode {
   uint64_t seed_;
 };
 
-class FilterIterator : public IteratorBase {
+class FilterIterator : public UnaryIterator {
  public:
   FilterIterator(const FilterDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -50,20 +45,19 @@ class FilterIterator : public IteratorBase {
     }
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "position", position_);
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(position_, r.ReadInt(prefix(), "position"));
     if (position_ < 0) return DataLossError("Filter: negative position in checkpoint");
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
   const FilterDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   int64_t position_ = 0;  // input elements consumed
 };
 

@@ -44,38 +44,19 @@ class ElementsDataset : public DatasetNode {
   std::vector<Element> elements_;
 };
 
-class ElementsIterator : public IteratorBase {
+class ElementsIterator : public IndexedIterator {
  public:
   ElementsIterator(const ElementsDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
-  int64_t size() const { return static_cast<int64_t>(ds_->elements().size()); }
-  Result<std::optional<Element>> GetNextInternal() override {
-    if (next_ >= size()) return std::nullopt;
-    return ds_->elements()[next_++];
+  int64_t num_rows() const override {
+    return static_cast<int64_t>(ds_->elements().size());
   }
-  Result<int64_t> SkipInternal(int64_t n) override {
-    int64_t k = std::min(n, size() - next_);
-    next_ += k;
-    return k;
-  }
-  Status SaveInternal(CheckpointWriter* w) const override {
-    w->WriteInt(prefix(), "next", next_);
-    return Status::OK();
-  }
-  Status RestoreInternal(const CheckpointReader& r) override {
-    SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
-    if (next_ < 0 || next_ > size()) {
-      return DataLossError("corrupt checkpoint: position " + std::to_string(next_) +
-                           " of " + std::to_string(size()) + " elements");
-    }
-    return Status::OK();
-  }
+  Result<Element> Row(int64_t i) override { return ds_->elements()[i]; }
 
  private:
   const ElementsDataset* ds_;
-  int64_t next_ = 0;
 };
 
 Result<std::unique_ptr<IteratorBase>> ElementsDataset::MakeIteratorInternal(
@@ -221,16 +202,10 @@ class GroupByWindowDataset : public DatasetNode {
   uint64_t seed_;
 };
 
-class GroupByWindowIterator : public IteratorBase {
+class GroupByWindowIterator : public UnaryIterator {
  public:
   GroupByWindowIterator(const GroupByWindowDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    ctx_ = ctx;
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -272,7 +247,7 @@ class GroupByWindowIterator : public IteratorBase {
     }
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     const std::string& p = prefix();
     w->WriteInt(p, "input_done", input_done_ ? 1 : 0);
     w->WriteInt(p, "key_position", key_position_);
@@ -291,10 +266,10 @@ class GroupByWindowIterator : public IteratorBase {
       WriteElements(w, "current", current_window_);
       SLUICE_RETURN_IF_ERROR(current_->Save(w));
     }
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     const std::string& p = prefix();
     SLUICE_ASSIGN_OR_RETURN(int64_t done, r.ReadInt(p, "input_done"));
     input_done_ = done != 0;
@@ -318,7 +293,7 @@ class GroupByWindowIterator : public IteratorBase {
       SLUICE_RETURN_IF_ERROR(StartReduce(key, std::move(window), position));
       SLUICE_RETURN_IF_ERROR(current_->Restore(r));
     }
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
@@ -374,8 +349,6 @@ class GroupByWindowIterator : public IteratorBase {
   }
 
   const GroupByWindowDataset* ds_;
-  IteratorContext ctx_;
-  std::unique_ptr<IteratorBase> input_;
   bool input_done_ = false;
   int64_t key_position_ = 0;     // input elements keyed so far (key_fn's position)
   int64_t reduce_position_ = 0;  // windows reduced so far (reduce_fn's position)

@@ -29,15 +29,10 @@ class IgnoreErrorsDataset : public DatasetNode {
       const IteratorContext& ctx, const std::string& prefix) const override;
 };
 
-class IgnoreErrorsIterator : public IteratorBase {
+class IgnoreErrorsIterator : public UnaryIterator {
  public:
   IgnoreErrorsIterator(const IgnoreErrorsDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -55,14 +50,6 @@ class IgnoreErrorsIterator : public IteratorBase {
       last = r.status();
     }
   }
-
-  Status SaveInternal(CheckpointWriter* w) const override { return input_->Save(w); }
-  Status RestoreInternal(const CheckpointReader& r) override {
-    return input_->Restore(r);
-  }
-
- private:
-  std::unique_ptr<IteratorBase> input_;
 };
 
 Result<std::unique_ptr<IteratorBase>> IgnoreErrorsDataset::MakeIteratorInternal(

@@ -39,16 +39,10 @@ class InterleaveDataset : public DatasetNode {
   const uint64_t seed_;
 };
 
-class InterleaveIterator : public IteratorBase {
+class InterleaveIterator : public UnaryIterator {
  public:
   InterleaveIterator(const InterleaveDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    ctx_ = ctx;
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -74,7 +68,7 @@ class InterleaveIterator : public IteratorBase {
     return std::nullopt;
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "cycle_length", ds_->cycle_length());
     w->WriteInt(prefix(), "input_position", input_position_);
     w->WriteInt(prefix(), "end_of_input", end_of_input_ ? 1 : 0);
@@ -89,10 +83,10 @@ class InterleaveIterator : public IteratorBase {
       w->WriteElement(prefix(), key + ".element", s.element);
       SLUICE_RETURN_IF_ERROR(s.it->Save(w));
     }
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(int64_t cycle_length, r.ReadInt(prefix(), "cycle_length"));
     if (cycle_length != ds_->cycle_length()) {
       return FailedPreconditionError(node().op() +
@@ -135,7 +129,7 @@ class InterleaveIterator : public IteratorBase {
       slots_[i].position = pos;
       ++num_open_;
     }
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
@@ -206,8 +200,6 @@ class InterleaveIterator : public IteratorBase {
   }
 
   const InterleaveDataset* ds_;
-  IteratorContext ctx_;
-  std::unique_ptr<IteratorBase> input_;
   // Grown lazily up to cycle_length, so a huge cycle_length costs nothing up front.
   std::vector<Slot> slots_;
   int64_t num_open_ = 0;

@@ -23,15 +23,10 @@ class MapDataset : public DatasetNode {
   uint64_t seed_;
 };
 
-class MapIterator : public IteratorBase {
+class MapIterator : public UnaryIterator {
  public:
   MapIterator(const MapDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -51,19 +46,18 @@ class MapIterator : public IteratorBase {
     return k;
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "position", position_);
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(position_, r.ReadInt(prefix(), "position"));
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
   const MapDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   int64_t position_ = 0;
 };
 

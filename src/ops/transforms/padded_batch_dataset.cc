@@ -27,9 +27,7 @@ class PaddedBatchDataset : public DatasetNode {
         drop_remainder_(drop_remainder) {}
 
   int64_t Cardinality() const override {
-    int64_t c = input(0)->Cardinality();
-    if (c < 0) return c;
-    return drop_remainder_ ? c / batch_size_ : (c + batch_size_ - 1) / batch_size_;
+    return BatchCardinality(input(0)->Cardinality(), batch_size_, drop_remainder_);
   }
   int64_t batch_size() const { return batch_size_; }
   bool drop_remainder() const { return drop_remainder_; }
@@ -211,24 +209,14 @@ Result<Element> PaddedBatchDataset::MakeBatch(const std::vector<Element>& rows) 
   return Element(std::move(out), rows[0].names());
 }
 
-class PaddedBatchIterator : public IteratorBase {
+class PaddedBatchIterator : public UnaryIterator {
  public:
   PaddedBatchIterator(const PaddedBatchDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
-    rows_.clear();
-    while (static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
-      if (!e) break;
-      rows_.push_back(std::move(*e));
-    }
+    SLUICE_RETURN_IF_ERROR(ReadBatchRows(input_.get(), ds_->batch_size(), &rows_));
     if (rows_.empty()) return std::nullopt;
     if (ds_->drop_remainder() && static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {
       rows_.clear();
@@ -241,21 +229,11 @@ class PaddedBatchIterator : public IteratorBase {
   }
 
   Result<int64_t> SkipInternal(int64_t n) override {
-    const int64_t bs = ds_->batch_size();
-    if (n > INT64_MAX / bs) n = INT64_MAX / bs;
-    SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(n * bs));
-    bool partial = k % bs != 0;
-    return k / bs + (partial && !ds_->drop_remainder() ? 1 : 0);
-  }
-
-  Status SaveInternal(CheckpointWriter* w) const override { return input_->Save(w); }
-  Status RestoreInternal(const CheckpointReader& r) override {
-    return input_->Restore(r);
+    return SkipBatches(input_.get(), n, ds_->batch_size(), ds_->drop_remainder());
   }
 
  private:
   const PaddedBatchDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   std::vector<Element> rows_;
 };
 

@@ -30,15 +30,10 @@ class ScanDataset : public DatasetNode {
   uint64_t seed_;
 };
 
-class ScanIterator : public IteratorBase {
+class ScanIterator : public UnaryIterator {
  public:
   ScanIterator(const ScanDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds), state_(ds->initial_state()) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds), state_(ds->initial_state()) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -76,13 +71,13 @@ class ScanIterator : public IteratorBase {
     return Element(std::move(rest), std::move(names));
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "position", position_);
     w->WriteElement(prefix(), "state", Element(state_));
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(position_, r.ReadInt(prefix(), "position"));
     SLUICE_ASSIGN_OR_RETURN(Element state, r.ReadElement(prefix(), "state"));
     const auto& init = ds_->initial_state();
@@ -99,12 +94,11 @@ class ScanIterator : public IteratorBase {
       }
     }
     state_ = std::move(state.tensors());
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
   const ScanDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   std::vector<Tensor> state_;
   int64_t position_ = 0;
 };

@@ -33,15 +33,10 @@ class ShardDataset : public DatasetNode {
   const int64_t num_shards_, index_;
 };
 
-class ShardIterator : public IteratorBase {
+class ShardIterator : public UnaryIterator {
  public:
   ShardIterator(const ShardDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -83,18 +78,18 @@ class ShardIterator : public IteratorBase {
     return k <= gap ? 0 : (k - gap - 1) / ds_->num_shards() + 1;
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "next", next_);
     w->WriteInt(prefix(), "ended", ended_ ? 1 : 0);
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
     SLUICE_ASSIGN_OR_RETURN(int64_t ended, r.ReadInt(prefix(), "ended"));
     if (next_ < 0) return DataLossError("Shard: negative position in checkpoint");
     ended_ = ended != 0;
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
@@ -105,7 +100,6 @@ class ShardIterator : public IteratorBase {
   }
 
   const ShardDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   int64_t next_ = 0;  // position of the next input element
   bool ended_ = false;
 };

@@ -42,15 +42,10 @@ class TakeSkipDataset : public DatasetNode {
   const bool take_;
 };
 
-class TakeIterator : public IteratorBase {
+class TakeIterator : public UnaryIterator {
  public:
   TakeIterator(const TakeSkipDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -72,32 +67,26 @@ class TakeIterator : public IteratorBase {
     return k;
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "taken", taken_);
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(taken_, r.ReadInt(prefix(), "taken"));
     if (taken_ < 0) return DataLossError("Take: negative count in checkpoint");
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
   const TakeSkipDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   int64_t taken_ = 0;  // elements produced (count() once the input ended)
 };
 
-class SkipIterator : public IteratorBase {
+class SkipIterator : public UnaryIterator {
  public:
   SkipIterator(const TakeSkipDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -118,18 +107,18 @@ class SkipIterator : public IteratorBase {
     return k;
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "skipped", skipped_);
     w->WriteInt(prefix(), "ended", ended_ ? 1 : 0);
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(skipped_, r.ReadInt(prefix(), "skipped"));
     SLUICE_ASSIGN_OR_RETURN(int64_t ended, r.ReadInt(prefix(), "ended"));
     if (skipped_ < 0) return DataLossError("Skip: negative count in checkpoint");
     ended_ = ended != 0;
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
@@ -149,7 +138,6 @@ class SkipIterator : public IteratorBase {
   }
 
   const TakeSkipDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   int64_t skipped_ = 0;
   bool ended_ = false;
 };

@@ -28,15 +28,10 @@ class UnbatchDataset : public DatasetNode {
       const IteratorContext& ctx, const std::string& prefix) const override;
 };
 
-class UnbatchIterator : public IteratorBase {
+class UnbatchIterator : public UnaryIterator {
  public:
   UnbatchIterator(const UnbatchDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -53,7 +48,7 @@ class UnbatchIterator : public IteratorBase {
     return Element(std::move(row), current_->names());
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     // The rest of the current batch is saved (rows are views, so this is its size at most).
     bool has = current_ && index_ < rows_;
     w->WriteInt(prefix(), "has_current", has ? 1 : 0);
@@ -62,17 +57,17 @@ class UnbatchIterator : public IteratorBase {
       for (const Tensor& t : current_->tensors()) rest.push_back(t.Slice(index_, rows_));
       w->WriteElement(prefix(), "rest", Element(std::move(rest), current_->names()));
     }
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(int64_t has, r.ReadInt(prefix(), "has_current"));
     current_.reset();
     if (has) {
       SLUICE_ASSIGN_OR_RETURN(Element rest, r.ReadElement(prefix(), "rest"));
       SLUICE_RETURN_IF_ERROR(SetCurrent(std::move(rest)));
     }
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
@@ -96,7 +91,6 @@ class UnbatchIterator : public IteratorBase {
     return Status::OK();
   }
 
-  std::unique_ptr<IteratorBase> input_;
   std::optional<Element> current_;
   int64_t rows_ = 0;
   int64_t index_ = 0;

@@ -50,15 +50,10 @@ class WindowDataset : public DatasetNode {
   bool drop_remainder_;
 };
 
-class WindowIterator : public IteratorBase {
+class WindowIterator : public UnaryIterator {
  public:
   WindowIterator(const WindowDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
-
-  Status Initialize(const IteratorContext& ctx) override {
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
-    return Status::OK();
-  }
+      : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -105,17 +100,17 @@ class WindowIterator : public IteratorBase {
     return done;
   }
 
-  Status SaveInternal(CheckpointWriter* w) const override {
+  Status SaveState(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "input_done", input_done_ ? 1 : 0);
     w->WriteInt(prefix(), "pending_skip", pending_skip_);
     w->WriteInt(prefix(), "buffered", static_cast<int64_t>(buffer_.size()));
     for (size_t i = 0; i < buffer_.size(); ++i) {
       w->WriteElement(prefix(), "buffer_" + std::to_string(i), buffer_[i]);
     }
-    return input_->Save(w);
+    return Status::OK();
   }
 
-  Status RestoreInternal(const CheckpointReader& r) override {
+  Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(int64_t done, r.ReadInt(prefix(), "input_done"));
     SLUICE_ASSIGN_OR_RETURN(pending_skip_, r.ReadInt(prefix(), "pending_skip"));
     SLUICE_ASSIGN_OR_RETURN(int64_t n, r.ReadInt(prefix(), "buffered"));
@@ -131,7 +126,7 @@ class WindowIterator : public IteratorBase {
                               r.ReadElement(prefix(), "buffer_" + std::to_string(i)));
       buffer_.push_back(std::move(e));
     }
-    return input_->Restore(r);
+    return Status::OK();
   }
 
  private:
@@ -176,7 +171,6 @@ class WindowIterator : public IteratorBase {
   }
 
   const WindowDataset* ds_;
-  std::unique_ptr<IteratorBase> input_;
   std::deque<Element> buffer_;  // the input elements from the next window's start on
   std::vector<Element> window_;
   int64_t pending_skip_ = 0;  // input elements to drop before the next window starts

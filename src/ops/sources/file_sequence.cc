@@ -1,0 +1,138 @@
+#include "ops/sources/file_sequence.h"
+
+#include "graph/attr.h"
+#include "runtime/iterator_base.h"
+
+namespace sluice {
+
+Result<FileSourceAttrs> ParseFileSourceAttrs(const std::string& op, const OpArgs& args) {
+  if (!args.inputs.empty() || !args.functions.empty()) {
+    return InvalidArgumentError(op + ": takes no inputs or functions");
+  }
+  FileSourceAttrs out;
+  SLUICE_ASSIGN_OR_RETURN(out.filenames,
+                          GetAttr<std::vector<std::string>>(args.attrs, op, "filenames"));
+  SLUICE_ASSIGN_OR_RETURN(std::string comp,
+                          GetAttrOr<std::string>(args.attrs, op, "compression", ""));
+  auto c = CompressionFromName(comp);
+  if (!c.ok()) return c.status().WithContext(op);
+  out.compression = *c;
+  SLUICE_ASSIGN_OR_RETURN(
+      int64_t buffer_size,
+      GetAttrOr<int64_t>(args.attrs, op, "buffer_size",
+                         static_cast<int64_t>(InputStream::kDefaultBufferSize)));
+  if (buffer_size < 1 || buffer_size > (int64_t{1} << 30)) {
+    return InvalidArgumentError(op + ": buffer_size must be in [1, 2^30], got " +
+                                std::to_string(buffer_size));
+  }
+  out.buffer_size = static_cast<size_t>(buffer_size);
+  return out;
+}
+
+FileSequenceDataset::FileSequenceDataset(std::string op, OpArgs args,
+                                         FileSourceAttrs attrs)
+    : DatasetNode(std::move(op), std::move(args),
+                  ElementSpec{{{DType::kString, PartialShape{}}}}),
+      attrs_(std::move(attrs)) {}
+
+Result<std::unique_ptr<InputStream>> FileSequenceDataset::OpenStream(size_t i) const {
+  return InputStream::Open(attrs_.filenames[i], attrs_.compression, attrs_.buffer_size);
+}
+
+namespace {
+
+class FileSequenceIterator : public IteratorBase {
+ public:
+  FileSequenceIterator(const FileSequenceDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    std::string record;
+    SLUICE_ASSIGN_OR_RETURN(bool got, Next(&record));
+    if (!got) return std::nullopt;
+    return Element{Tensor::Scalar<std::string>(std::move(record))};
+  }
+
+  Result<int64_t> SkipInternal(int64_t n) override {
+    int64_t done = 0;
+    while (done < n) {
+      SLUICE_ASSIGN_OR_RETURN(bool got, Next(nullptr));
+      if (!got) break;
+      ++done;
+    }
+    return done;
+  }
+
+  Status SaveInternal(CheckpointWriter* w) const override {
+    w->WriteInt(prefix(), "file_index", static_cast<int64_t>(index_));
+    w->WriteInt(prefix(), "offset", reader_ ? static_cast<int64_t>(reader_->Tell()) : -1);
+    return Status::OK();
+  }
+
+  Status RestoreInternal(const CheckpointReader& r) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t index, r.ReadInt(prefix(), "file_index"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t offset, r.ReadInt(prefix(), "offset"));
+    const int64_t n = static_cast<int64_t>(ds_->files().size());
+    if (index < 0 || index > n || offset < -1 || (offset >= 0 && index == n) ||
+        (offset >= 0 && static_cast<uint64_t>(offset) < ds_->min_offset())) {
+      return DataLossError(node().op() + ": invalid checkpoint (file index " +
+                           std::to_string(index) + ", offset " + std::to_string(offset) +
+                           ")");
+    }
+    reader_.reset();
+    index_ = static_cast<size_t>(index);
+    if (offset >= 0) {
+      SLUICE_ASSIGN_OR_RETURN(reader_, ds_->OpenFile(index_));
+      SLUICE_RETURN_IF_ERROR(reader_->SeekTo(static_cast<uint64_t>(offset)));
+    }
+    return Status::OK();
+  }
+
+ private:
+  // The next record into *out (skipped when out is null); false after the last file.
+  Result<bool> Next(std::string* out) {
+    while (true) {
+      if (!reader_) {
+        if (index_ >= ds_->files().size()) return false;
+        SLUICE_RETURN_IF_ERROR(OpenCurrent());
+      }
+      auto got = reader_->ReadRecord(out);
+      if (!got.ok()) {
+        if (reader_->EndedByError()) NextFile();
+        return got.status().WithContext(node().op());
+      }
+      if (*got) return true;
+      NextFile();
+    }
+  }
+
+  Status OpenCurrent() {
+    auto r = ds_->OpenFile(index_);
+    Status s = r.ok() ? (*r)->Start() : r.status();
+    if (!s.ok()) {
+      ++index_;  // reported once, then skipped
+      return s.WithContext(node().op());
+    }
+    reader_ = std::move(r).value();
+    return Status::OK();
+  }
+
+  void NextFile() {
+    reader_.reset();
+    ++index_;
+  }
+
+  const FileSequenceDataset* ds_;
+  size_t index_ = 0;
+  std::unique_ptr<RecordFileReader> reader_;  // the open file, null between files
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IteratorBase>> FileSequenceDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return std::unique_ptr<IteratorBase>(new FileSequenceIterator(this, prefix));
+}
+
+}  // namespace sluice

@@ -1,0 +1,110 @@
+// The file sequence shared by the record-file sources (TextLine, TFRecord,
+// FixedLengthRecord): each yields one string scalar per record of its files, read one
+// file after another.
+//
+// A source derives its node from FileSequenceDataset and implements OpenFile, which
+// returns a RecordFileReader: the per-format part (how to read one record, how to check
+// a file before its first record). FileSequenceDataset makes the iterator, which does
+// the rest the same way for every format:
+//  * files are opened lazily, in order; a file that cannot be opened (or fails Start)
+//    is reported once and skipped: the next call goes on with the next file;
+//  * a read error is returned prefixed with the op name; the file is closed when the
+//    reader says it cannot go on (RecordFileReader::EndedByError), else reading
+//    resumes in it;
+//  * Skip reads records without building elements;
+//  * checkpoint: "file_index" and "offset" (the reader's Tell(), -1 when no file is
+//    open); Restore reopens the file with OpenFile and SeekTo(offset), without Start.
+// Cardinality is unknown (as in tf.data: it would need reading the files).
+//
+// Thread-safety: nodes are immutable; an iterator (and its reader) is used by one
+// thread at a time.
+#ifndef SLUICE_OPS_SOURCES_FILE_SEQUENCE_H_
+#define SLUICE_OPS_SOURCES_FILE_SEQUENCE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/input_stream.h"
+#include "graph/dataset_node.h"
+
+namespace sluice {
+
+// The attributes every record-file source takes.
+struct FileSourceAttrs {
+  std::vector<std::string> filenames;
+  Compression compression = Compression::kNone;
+  size_t buffer_size = InputStream::kDefaultBufferSize;
+};
+
+// Checks that `args` has no inputs or functions and parses "filenames" (list(string),
+// required), "compression" ("", "GZIP" or "ZLIB"; default "") and "buffer_size" (int in
+// [1, 2^30]; default InputStream::kDefaultBufferSize). Errors are InvalidArgument (or the
+// attribute lookup's) and start with `op`.
+Result<FileSourceAttrs> ParseFileSourceAttrs(const std::string& op, const OpArgs& args);
+
+// One open file of a record-file source: the format-specific reading.
+class RecordFileReader {
+ public:
+  virtual ~RecordFileReader() = default;
+
+  // Called once on a freshly opened file (not after a restore): checks the file and moves
+  // to its first record (e.g. past a header). An error skips the file.
+  virtual Status Start() { return Status::OK(); }
+  // Reads the next record into *record (an empty string on entry), or skips it when
+  // record is null. False at the end of the file. Errors need not name the op (the
+  // caller adds it) but should name the file and offset.
+  virtual Result<bool> ReadRecord(std::string* record) = 0;
+  // Whether the file is finished after the error ReadRecord just returned. Default: yes
+  // (a stream cannot go on after an I/O or decompression error).
+  virtual bool EndedByError() const { return true; }
+  // The checkpoint position: the uncompressed offset at which the next record starts.
+  virtual uint64_t Tell() const = 0;
+  // Continues at `offset`, a Tell() of a reader of the same file.
+  virtual Status SeekTo(uint64_t offset) = 0;
+};
+
+// A RecordFileReader over an InputStream, for formats that read the stream directly.
+class StreamRecordReader : public RecordFileReader {
+ public:
+  explicit StreamRecordReader(std::unique_ptr<InputStream> stream)
+      : stream_(std::move(stream)) {}
+
+  uint64_t Tell() const override { return stream_->Tell(); }
+  Status SeekTo(uint64_t offset) override { return stream_->SeekTo(offset); }
+
+ protected:
+  InputStream& stream() const { return *stream_; }
+
+ private:
+  std::unique_ptr<InputStream> stream_;
+};
+
+class FileSequenceDataset : public DatasetNode {
+ public:
+  // The element spec is a string scalar.
+  FileSequenceDataset(std::string op, OpArgs args, FileSourceAttrs attrs);
+
+  int64_t Cardinality() const override { return kUnknownCardinality; }
+  const std::vector<std::string>& files() const { return attrs_.filenames; }
+  const FileSourceAttrs& attrs() const { return attrs_; }
+
+  // Opens files()[i] with the source's compression and buffer size.
+  Result<std::unique_ptr<InputStream>> OpenStream(size_t i) const;
+
+  // Opens files()[i] at offset 0 (Start is called separately).
+  virtual Result<std::unique_ptr<RecordFileReader>> OpenFile(size_t i) const = 0;
+  // The smallest offset a checkpoint may hold for an open file (a header's size).
+  virtual uint64_t min_offset() const { return 0; }
+
+ protected:
+  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  FileSourceAttrs attrs_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_SOURCES_FILE_SEQUENCE_H_
