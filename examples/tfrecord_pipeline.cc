@@ -40,8 +40,12 @@ Status WriteShards(const std::string& dir) {
 Dataset Pipeline(const std::string& dir) {
   // Each file name becomes a TFRecord dataset; four are read round-robin.
   Function open_shard = Function::DatasetFunction(
-      "open_shard", [](Element file, FunctionContext&) -> Result<Dataset> {
+      "open_shard",
+      [](Element file, FunctionContext&) -> Result<Dataset> {
         return Dataset::TFRecord({file[0].scalar<std::string>()}, Compression::kGzip);
+      },
+      {}, [](const ElementSpec&) -> Result<ElementSpec> {  // records: string scalars
+        return ElementSpec{{{DType::kString, PartialShape{}}}};
       });
   // A registered kernel: serializable, named, typed.
   Result<Function> parse = Function::Kernel(

@@ -115,3 +115,31 @@ TEST(UnbatchTest, Conformance) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+Function RangeOf(DType declared) {
+  return Function::DatasetFunction(
+      "range_of",
+      [](Element e, FunctionContext&) -> Result<Dataset> {
+        return Dataset::Range(e[0].scalar<int64_t>());
+      },
+      {}, [declared](const ElementSpec&) -> Result<ElementSpec> {
+        return ElementSpec{{{declared, PartialShape{}}}};
+      });
+}
+
+TEST(DatasetFunctionTest, DeclaredSpecFlowsThroughInterleave) {
+  Dataset ds = Dataset::Range(4).FlatMap(RangeOf(DType::kInt64)).Batch(2, true);
+  EXPECT_EQ(ds.element_spec().ToString(), "(int64[2])");
+  testing::CheckDataset(Dataset::Range(4).FlatMap(RangeOf(DType::kInt64)),
+                        testing::Ints({0, 0, 1, 0, 1, 2}));
+  // A function whose datasets do not match what it declared is caught, naming it.
+  auto r = Dataset::Range(3).FlatMap(RangeOf(DType::kString)).Collect();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("range_of"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace sluice

@@ -127,7 +127,10 @@ class Function {
   // Local callables.
   static Function Map(std::string name, ElementFn fn, Traits traits = {}, SpecFn spec = nullptr);
   static Function Predicate(std::string name, PredicateFn fn, Traits traits = {});
-  static Function DatasetFunction(std::string name, DatasetFn fn, Traits traits = {});
+  // `spec`, when given, is the element spec of the datasets fn returns (for an input
+  // spec); interleave/flat_map then know their output spec and check each inner dataset.
+  static Function DatasetFunction(std::string name, DatasetFn fn, Traits traits = {},
+                                  SpecFn spec = nullptr);
   // A registered kernel; an error names the kernel when it is unknown or attrs are wrong.
   static Result<Function> Kernel(std::string_view name, AttrMap attrs = {});
   // Registry use only: wraps a kernel implementation.

@@ -35,12 +35,14 @@ Function Function::Predicate(std::string name, PredicateFn fn, Traits traits) {
   return f;
 }
 
-Function Function::DatasetFunction(std::string name, Function::DatasetFn fn, Traits traits) {
+Function Function::DatasetFunction(std::string name, Function::DatasetFn fn, Traits traits,
+                                   SpecFn spec) {
   Function f;
   auto impl = std::make_shared<Impl>();
   impl->name = std::move(name);
   impl->traits = traits;
   impl->dfn = std::move(fn);
+  impl->spec = std::move(spec);
   f.impl_ = std::move(impl);
   return f;
 }
