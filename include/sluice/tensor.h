@@ -93,17 +93,51 @@ class Shape {
   Shape(std::initializer_list<int64_t> dims);
   explicit Shape(std::span<const int64_t> dims);
   explicit Shape(const std::vector<int64_t>& dims) : Shape(std::span<const int64_t>(dims)) {}
-  Shape(const Shape& o);
-  Shape& operator=(const Shape& o);
-  Shape(Shape&& o) noexcept;
-  Shape& operator=(Shape&& o) noexcept;
-  ~Shape();
+  // Copies and moves are inline: shapes travel with every tensor on the hot path.
+  Shape(const Shape& o) {
+    if (o.rank_ <= kInline) {
+      rank_ = o.rank_;
+      memcpy(inline_, o.inline_, sizeof(inline_));
+    } else {
+      Assign(o.heap_, o.rank_);
+    }
+  }
+  Shape& operator=(const Shape& o) {
+    if (this != &o) {
+      Free();
+      if (o.rank_ <= kInline) {
+        rank_ = o.rank_;
+        memcpy(inline_, o.inline_, sizeof(inline_));
+      } else {
+        Assign(o.heap_, o.rank_);
+      }
+    }
+    return *this;
+  }
+  Shape(Shape&& o) noexcept : rank_(o.rank_) {
+    memcpy(inline_, o.inline_, sizeof(inline_));  // also carries heap_ when rank > kInline
+    o.rank_ = 0;
+  }
+  Shape& operator=(Shape&& o) noexcept {
+    if (this != &o) {
+      Free();
+      rank_ = o.rank_;
+      memcpy(inline_, o.inline_, sizeof(inline_));
+      o.rank_ = 0;
+    }
+    return *this;
+  }
+  ~Shape() { Free(); }
 
   int rank() const { return rank_; }
   int64_t dim(int i) const { return data()[i]; }
   int64_t operator[](int i) const { return data()[i]; }
   void set_dim(int i, int64_t v) { mutable_data()[i] = v; }
-  int64_t num_elements() const;
+  int64_t num_elements() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank_; ++i) n *= data()[i];
+    return n;
+  }
   std::span<const int64_t> dims() const { return {data(), static_cast<size_t>(rank_)}; }
   std::vector<int64_t> ToVector() const { return {data(), data() + rank_}; }
 
@@ -120,7 +154,10 @@ class Shape {
   const int64_t* data() const { return rank_ <= kInline ? inline_ : heap_; }
   int64_t* mutable_data() { return rank_ <= kInline ? inline_ : heap_; }
   void Assign(const int64_t* d, int n);
-  void Free();
+  void Free() {
+    if (rank_ > kInline) delete[] heap_;
+    rank_ = 0;
+  }
 
   int rank_ = 0;
   union {
@@ -169,11 +206,11 @@ class BufferPtr {
  public:
   BufferPtr() = default;
   explicit BufferPtr(Buffer* b) : b_(b) {}  // adopts one reference
-  BufferPtr(const BufferPtr& o);
+  inline BufferPtr(const BufferPtr& o);
   BufferPtr(BufferPtr&& o) noexcept : b_(o.b_) { o.b_ = nullptr; }
-  BufferPtr& operator=(const BufferPtr& o);
-  BufferPtr& operator=(BufferPtr&& o) noexcept;
-  ~BufferPtr();
+  inline BufferPtr& operator=(const BufferPtr& o);
+  inline BufferPtr& operator=(BufferPtr&& o) noexcept;
+  inline ~BufferPtr();
   Buffer* get() const { return b_; }
   Buffer* operator->() const { return b_; }
   explicit operator bool() const { return b_ != nullptr; }
@@ -207,7 +244,15 @@ class Buffer {
   friend class BufferPtr;
   Buffer() = default;
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void Unref();
+  // Sole owner: nobody else can add a reference (that needs one), so skip the locked
+  // decrement. Otherwise decrement, and free if it was the last reference.
+  void Unref() {
+    if (refs_.load(std::memory_order_acquire) == 1 ||
+        refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      Free();
+    }
+  }
+  void Free();
 
   std::atomic<int64_t> refs_{1};
   void* data_ = nullptr;
@@ -215,6 +260,27 @@ class Buffer {
   size_t num_strings_ = 0;                   // > 0: data_ holds std::string objects
   std::function<void()>* release_ = nullptr;  // set for wrapped memory
 };
+
+inline BufferPtr::BufferPtr(const BufferPtr& o) : b_(o.b_) {
+  if (b_) b_->Ref();
+}
+inline BufferPtr& BufferPtr::operator=(const BufferPtr& o) {
+  if (o.b_) o.b_->Ref();
+  if (b_) b_->Unref();
+  b_ = o.b_;
+  return *this;
+}
+inline BufferPtr& BufferPtr::operator=(BufferPtr&& o) noexcept {
+  if (this != &o) {
+    if (b_) b_->Unref();
+    b_ = o.b_;
+    o.b_ = nullptr;
+  }
+  return *this;
+}
+inline BufferPtr::~BufferPtr() {
+  if (b_) b_->Unref();
+}
 
 class Tensor {
  public:

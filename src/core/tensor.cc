@@ -141,52 +141,10 @@ float BFloat16::ToFloat() const {
 
 Shape::Shape(std::initializer_list<int64_t> dims) { Assign(dims.begin(), static_cast<int>(dims.size())); }
 Shape::Shape(std::span<const int64_t> dims) { Assign(dims.data(), static_cast<int>(dims.size())); }
-Shape::Shape(const Shape& o) { Assign(o.data(), o.rank_); }
-Shape& Shape::operator=(const Shape& o) {
-  if (this != &o) {
-    Free();
-    Assign(o.data(), o.rank_);
-  }
-  return *this;
-}
-Shape::Shape(Shape&& o) noexcept : rank_(o.rank_) {
-  if (rank_ <= kInline) {
-    memcpy(inline_, o.inline_, sizeof(inline_));
-  } else {
-    heap_ = o.heap_;
-  }
-  o.rank_ = 0;
-}
-Shape& Shape::operator=(Shape&& o) noexcept {
-  if (this != &o) {
-    Free();
-    rank_ = o.rank_;
-    if (rank_ <= kInline) {
-      memcpy(inline_, o.inline_, sizeof(inline_));
-    } else {
-      heap_ = o.heap_;
-    }
-    o.rank_ = 0;
-  }
-  return *this;
-}
-Shape::~Shape() { Free(); }
-
-void Shape::Free() {
-  if (rank_ > kInline) delete[] heap_;
-  rank_ = 0;
-}
-
 void Shape::Assign(const int64_t* d, int n) {
   rank_ = n;
   if (n > kInline) heap_ = new int64_t[n];
   if (n > 0) memcpy(mutable_data(), d, sizeof(int64_t) * n);
-}
-
-int64_t Shape::num_elements() const {
-  int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= data()[i];
-  return n;
 }
 
 void Shape::AddDim(int64_t d) { InsertDim(rank_, d); }
@@ -281,27 +239,6 @@ std::string PartialShape::ToString() const {
 
 // ---- Buffer ----
 
-BufferPtr::BufferPtr(const BufferPtr& o) : b_(o.b_) {
-  if (b_) b_->Ref();
-}
-BufferPtr& BufferPtr::operator=(const BufferPtr& o) {
-  if (o.b_) o.b_->Ref();
-  if (b_) b_->Unref();
-  b_ = o.b_;
-  return *this;
-}
-BufferPtr& BufferPtr::operator=(BufferPtr&& o) noexcept {
-  if (this != &o) {
-    if (b_) b_->Unref();
-    b_ = o.b_;
-    o.b_ = nullptr;
-  }
-  return *this;
-}
-BufferPtr::~BufferPtr() {
-  if (b_) b_->Unref();
-}
-
 // The Buffer header and its data share one malloc block (malloc's per-thread caches are much
 // faster than aligned_alloc): the data starts at the first 64-byte boundary after the header.
 BufferPtr Buffer::Allocate(size_t bytes) {
@@ -339,13 +276,7 @@ BufferPtr Buffer::Wrap(void* data, size_t bytes, std::function<void()> release) 
   return BufferPtr(b);
 }
 
-void Buffer::Unref() {
-  // Sole owner: nobody else can add a reference (that needs one), so skip the locked
-  // decrement. Otherwise decrement and free if it was the last reference.
-  if (refs_.load(std::memory_order_acquire) != 1 &&
-      refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
-    return;
-  }
+void Buffer::Free() {
   if (num_strings_ > 0) {
     auto* s = static_cast<std::string*>(data_);
     for (size_t i = 0; i < num_strings_; ++i) s[i].~basic_string();
