@@ -79,6 +79,21 @@ Stream ReadAll(const Dataset& ds, int max_calls = 1000) {
 // ---------------------------------------------------------------------------------------
 // Filter
 
+// The first `n` GetNext results of two-int64-component elements, as "a,b", "error" or "end".
+std::vector<std::string> TracePairs(Iterator* it, int n) {
+  std::vector<std::string> trace;
+  for (int i = 0; i < n; ++i) {
+    auto e = it->GetNext();
+    if (!e.ok())
+      trace.push_back("error");
+    else if (!*e)
+      trace.push_back("end");
+    else
+      trace.push_back(std::to_string(I((**e)[0])) + "," + std::to_string(I((**e)[1])));
+  }
+  return trace;
+}
+
 TEST(FilterTest, Conformance) {
   CheckDataset(
       Dataset::Range(10).Filter(Pred("even", [](int64_t x) { return x % 2 == 0; })),
@@ -586,16 +601,7 @@ TEST(ZipTest, SkipAndAlignmentAfterErrors) {
   // An error in one input still advances the others: the pairs stay aligned.
   auto it = Dataset::Zip({testing::FailingAt(5, 2), Dataset::Range(5)}).MakeIterator();
   ASSERT_TRUE(it.ok());
-  std::vector<std::string> trace;
-  for (int i = 0; i < 6; ++i) {
-    auto e = (*it)->GetNext();
-    if (!e.ok())
-      trace.push_back("error");
-    else if (!*e)
-      trace.push_back("end");
-    else
-      trace.push_back(std::to_string(I((**e)[0])) + "," + std::to_string(I((**e)[1])));
-  }
+  std::vector<std::string> trace = TracePairs(it->get(), 6);
   EXPECT_EQ(trace,
             (std::vector<std::string>{"0,0", "1,1", "error", "3,3", "4,4", "end"}));
 }
@@ -683,16 +689,7 @@ TEST(EnumerateTest, NamesAndSkip) {
 TEST(EnumerateTest, AnErrorConsumesAnIndex) {
   auto it = testing::FailingAt(5, 2).Enumerate().MakeIterator();
   ASSERT_TRUE(it.ok());
-  std::vector<std::string> trace;
-  for (int i = 0; i < 6; ++i) {
-    auto e = (*it)->GetNext();
-    if (!e.ok())
-      trace.push_back("error");
-    else if (!*e)
-      trace.push_back("end");
-    else
-      trace.push_back(std::to_string(I((**e)[0])) + "," + std::to_string(I((**e)[1])));
-  }
+  std::vector<std::string> trace = TracePairs(it->get(), 6);
   EXPECT_EQ(trace,
             (std::vector<std::string>{"0,0", "1,1", "error", "3,3", "4,4", "end"}));
 }
