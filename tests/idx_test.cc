@@ -59,7 +59,7 @@ std::vector<Element> RowsOf(const Tensor& t) {
 }
 
 // An internal iterator over `ds`, for Skip.
-std::unique_ptr<IteratorBase> RawIterator(const Dataset& ds) {
+IteratorPtr RawIterator(const Dataset& ds) {
   auto it = ds.node()->MakeIterator(IteratorContext{}, "Root");
   EXPECT_TRUE(it.ok()) << it.status();
   return it.ok() ? std::move(it).value() : nullptr;

@@ -40,7 +40,7 @@ class NonReplayableRange : public DatasetNode {
   bool vary() const { return vary_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -77,9 +77,9 @@ class NonReplayableRangeIterator : public IteratorBase {
   int64_t next_ = 0;
 };
 
-Result<std::unique_ptr<IteratorBase>> NonReplayableRange::MakeIteratorInternal(
+Result<IteratorPtr> NonReplayableRange::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new NonReplayableRangeIterator(this, prefix));
+  return IteratorPtr(new NonReplayableRangeIterator(this, prefix));
 }
 
 Dataset NonReplayable(int64_t n, bool vary) {

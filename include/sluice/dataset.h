@@ -50,6 +50,13 @@ class DatasetNode;
 class IteratorBase;
 class Dataset;
 
+// Owns an internal iterator. Deleting one first unlinks it from its parent in the iterator
+// tree, so a concurrent Cancel or stats snapshot never reaches a half-destroyed iterator.
+struct IteratorDeleter {
+  void operator()(IteratorBase* it) const;
+};
+using IteratorPtr = std::unique_ptr<IteratorBase, IteratorDeleter>;
+
 // Tunable value meaning "let sluice choose" (tf.data.AUTOTUNE).
 inline constexpr int64_t kAutotune = -1;
 // Cardinality values (tf.data.INFINITE_CARDINALITY / UNKNOWN_CARDINALITY).
@@ -164,6 +171,23 @@ class Function {
 
 class Iterator;
 
+// How an iterator runs: the CPU and RAM budgets of its pipeline (tf.data's
+// Options.threading and autotune.ram_budget). One pipeline = one top-level iterator: it owns
+// a thread pool of cpu_budget threads that every parallel operator in it shares, and a
+// memory budget that every buffering operator respects.
+struct RuntimeOptions {
+  // Threads in the pipeline's pool. 0: the cores available to the process (CPU affinity
+  // and cgroup quota respected).
+  int64_t cpu_budget = 0;
+  // Bytes that operator buffers may hold in total, a hard limit (see docs/runtime.md for
+  // the exact guarantee). 0: half the memory available to the process; -1: unlimited.
+  int64_t ram_budget = 0;
+  // Order guarantee of parallel operators whose `deterministic` argument is unset.
+  bool deterministic = true;
+  // Run function calls on the operators' own threads instead of a pool (tests, debugging).
+  bool inline_execution = false;
+};
+
 // An immutable pipeline definition: a node of the dataset graph plus its inputs.
 class Dataset {
  public:
@@ -206,11 +230,35 @@ class Dataset {
 
   // ---- Transformations ----
   Dataset Map(Function fn) const;
+  // Parallel map: up to num_parallel_calls (or kAutotune) calls of fn at once on the
+  // pipeline's pool. deterministic (default: RuntimeOptions::deterministic) keeps the input
+  // order; otherwise elements come out as they are ready, within a bounded buffer.
+  Dataset Map(Function fn, int64_t num_parallel_calls,
+              std::optional<bool> deterministic = {}) const;
   Dataset Filter(Function predicate) const;
+  // Parallel filter: predicates evaluated as in the parallel Map.
+  Dataset Filter(Function predicate, int64_t num_parallel_calls,
+                 std::optional<bool> deterministic = {}) const;
   Dataset FlatMap(Function dataset_fn) const;
   // Pulls `block_length` elements from each of `cycle_length` datasets in turn.
   Dataset Interleave(Function dataset_fn, int64_t cycle_length, int64_t block_length = 1) const;
+  // Parallel interleave: num_parallel_calls (or kAutotune) threads fetch from the cycle's
+  // datasets into bounded per-input buffers, and the next inputs are opened ahead of time.
+  // deterministic keeps the sequential interleave's order.
+  Dataset Interleave(Function dataset_fn, int64_t cycle_length, int64_t block_length,
+                     int64_t num_parallel_calls, std::optional<bool> deterministic = {}) const;
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // Parallel batch: batches are assembled (rows copied) on the pool, several at once.
+  Dataset Batch(int64_t batch_size, bool drop_remainder, int64_t num_parallel_calls,
+                std::optional<bool> deterministic = {}) const;
+  // map(fn) then batch(batch_size) fused (tf.data map_and_batch): fn runs in parallel and
+  // each result is copied straight into its row of the output batch.
+  Dataset MapAndBatch(Function fn, int64_t batch_size, int64_t num_parallel_calls = kAutotune,
+                      bool drop_remainder = false,
+                      std::optional<bool> deterministic = {}) const;
+  // Produces up to buffer_size (or kAutotune) elements ahead of the consumer on its own
+  // thread.
+  Dataset Prefetch(int64_t buffer_size) const;
   // Pads each component to `padded_shapes` (-1 or an empty list: the batch's longest) with
   // `padding_values` (default zero / "").
   Dataset PaddedBatch(int64_t batch_size, std::vector<PartialShape> padded_shapes = {},
@@ -266,21 +314,54 @@ class Dataset {
   const std::shared_ptr<const DatasetNode>& node() const { return node_; }
 
   Result<std::unique_ptr<Iterator>> MakeIterator() const;
+  Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
 
  private:
   std::shared_ptr<const DatasetNode> node_;
   std::shared_ptr<const Status> error_;
 };
 
-// Statistics of one live iterator (a node of the iterator tree).
+// Statistics of one live iterator (a node of the iterator tree), read from the stats plane.
+// Times and byte counts are estimates from sampled calls (docs/runtime.md), counts are
+// exact.
 struct IteratorStats {
   std::string name;    // op name, e.g. "Map"
   std::string prefix;  // its place in the tree, e.g. "Root/Batch[0]/Map[0]"
+  int parent = -1;     // index of the parent in the snapshot's list; -1 for the root
+  bool async = false;  // runs its input on its own threads (prefetch, parallel ops)
   int64_t elements_produced = 0;
-  int64_t elements_skipped = 0;  // ignore_errors: failed elements dropped
+  int64_t elements_consumed = 0;  // produced by its inputs (including finished ones)
+  int64_t elements_skipped = 0;   // ignore_errors: failed elements dropped
+  int64_t cpu_ns = 0;   // CPU time of this op's own work, its inputs excluded
+  int64_t wall_ns = 0;  // time callers spent in its GetNext (inputs included)
+  int64_t bytes_produced = 0;
+  int64_t bytes_consumed = 0;
+  int64_t buffered_bytes = 0;     // held in its buffer now
+  int64_t buffered_elements = 0;
+  int64_t buffer_limit = 0;       // elements its buffer may hold (0: unbuffered)
+  int64_t parallelism = 0;        // concurrent calls in use (0: sequential)
+  int64_t file_bytes_read = 0;    // bytes read from files (sources)
 };
 
-// A stateful cursor over a Dataset. Not thread-safe: one thread calls it at a time.
+// A snapshot of a pipeline: its live iterator tree (root first, pre-order) and budgets.
+struct PipelineStats {
+  int64_t uptime_ns = 0;            // since the iterator was made
+  int64_t cpu_budget = 0;           // threads in the pool
+  int64_t ram_budget = 0;           // bytes; 0 = unlimited
+  int64_t buffered_bytes = 0;       // reserved by buffers now
+  int64_t peak_buffered_bytes = 0;  // high-water mark of buffered_bytes
+  int64_t budget_overshoot_bytes = 0;  // worst excess over ram_budget (docs/runtime.md)
+  std::vector<IteratorStats> nodes;
+};
+
+class Runtime;
+
+// A stateful cursor over a Dataset. One thread calls GetNext/Save/Restore at a time;
+// Cancel, Stats and Snapshot may be called from any thread.
+//
+// Destroying an iterator cancels it: its background threads stop within milliseconds (a
+// user function already running is waited for) and are joined. If another thread is
+// blocked in GetNext, it returns Cancelled and the destructor waits for it to leave.
 class Iterator {
  public:
   ~Iterator();
@@ -294,16 +375,24 @@ class Iterator {
   // iterator; continuing yields what the saved iterator would have yielded.
   Status Restore(std::string_view checkpoint);
   const ElementSpec& element_spec() const;
+  // Stops all work: pending and later GetNext calls return Cancelled. Thread-safe.
+  void Cancel();
   // Stats of every live iterator in the tree, root first.
   std::vector<IteratorStats> Stats() const;
+  // The stats tree plus pipeline-wide figures. Thread-safe.
+  PipelineStats Snapshot() const;
 
  private:
   friend class Dataset;
-  Iterator(std::shared_ptr<const DatasetNode> dataset, std::unique_ptr<IteratorBase> root,
-           int64_t instance);
+  Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<Runtime> runtime,
+           IteratorPtr root, int64_t instance);
   std::shared_ptr<const DatasetNode> dataset_;
-  std::unique_ptr<IteratorBase> root_;
+  std::shared_ptr<Runtime> runtime_;
+  IteratorPtr root_;
   int64_t instance_;
+  int64_t created_ns_;
+  // Calls in progress, so the destructor can wait for a GetNext on another thread.
+  std::unique_ptr<struct IteratorCalls> calls_;
 };
 
 }  // namespace sluice

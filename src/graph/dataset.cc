@@ -1,8 +1,12 @@
 // The fluent Dataset API: every method builds a node through the Registry.
 #include <sstream>
 
+#include <condition_variable>
+#include <mutex>
+
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -158,6 +162,64 @@ Dataset Dataset::Filter(Function predicate) const {
   int64_t seed = SeedFor(predicate);
   return FromOp("Filter", {{"seed", seed}}, {*this}, {std::move(predicate)});
 }
+namespace {
+// The tri-state "deterministic" attribute: -1 unset (the runtime's default), 0, 1.
+int64_t DeterministicAttr(std::optional<bool> d) { return d ? (*d ? 1 : 0) : -1; }
+}  // namespace
+
+Dataset Dataset::Map(Function fn, int64_t num_parallel_calls,
+                     std::optional<bool> deterministic) const {
+  int64_t seed = SeedFor(fn);
+  return FromOp("ParallelMap",
+                {{"seed", seed},
+                 {"num_parallel_calls", num_parallel_calls},
+                 {"deterministic", DeterministicAttr(deterministic)}},
+                {*this}, {std::move(fn)});
+}
+Dataset Dataset::Filter(Function predicate, int64_t num_parallel_calls,
+                        std::optional<bool> deterministic) const {
+  int64_t seed = SeedFor(predicate);
+  return FromOp("ParallelFilter",
+                {{"seed", seed},
+                 {"num_parallel_calls", num_parallel_calls},
+                 {"deterministic", DeterministicAttr(deterministic)}},
+                {*this}, {std::move(predicate)});
+}
+Dataset Dataset::Interleave(Function dataset_fn, int64_t cycle_length, int64_t block_length,
+                            int64_t num_parallel_calls,
+                            std::optional<bool> deterministic) const {
+  int64_t seed = SeedFor(dataset_fn);
+  return FromOp("ParallelInterleave",
+                {{"seed", seed},
+                 {"cycle_length", cycle_length},
+                 {"block_length", block_length},
+                 {"num_parallel_calls", num_parallel_calls},
+                 {"deterministic", DeterministicAttr(deterministic)}},
+                {*this}, {std::move(dataset_fn)});
+}
+Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder, int64_t num_parallel_calls,
+                       std::optional<bool> deterministic) const {
+  return FromOp("ParallelBatch",
+                {{"batch_size", batch_size},
+                 {"drop_remainder", drop_remainder},
+                 {"num_parallel_calls", num_parallel_calls},
+                 {"deterministic", DeterministicAttr(deterministic)}},
+                {*this});
+}
+Dataset Dataset::MapAndBatch(Function fn, int64_t batch_size, int64_t num_parallel_calls,
+                             bool drop_remainder, std::optional<bool> deterministic) const {
+  int64_t seed = SeedFor(fn);
+  return FromOp("MapAndBatch",
+                {{"seed", seed},
+                 {"batch_size", batch_size},
+                 {"drop_remainder", drop_remainder},
+                 {"num_parallel_calls", num_parallel_calls},
+                 {"deterministic", DeterministicAttr(deterministic)}},
+                {*this}, {std::move(fn)});
+}
+Dataset Dataset::Prefetch(int64_t buffer_size) const {
+  return FromOp("Prefetch", {{"buffer_size", buffer_size}}, {*this});
+}
 Dataset Dataset::FlatMap(Function dataset_fn) const {
   int64_t seed = SeedFor(dataset_fn);
   return FromOp("FlatMap", {{"seed", seed}}, {*this}, {std::move(dataset_fn)});
@@ -281,32 +343,81 @@ Result<std::vector<Element>> Dataset::Collect() const {
 
 // ---- Iterator ----
 
+// Calls in progress on an Iterator, so that destroying it from another thread waits for a
+// GetNext there to return (after Cancel has woken it).
+struct IteratorCalls {
+  std::mutex mu;
+  std::condition_variable cv;
+  int active = 0;  // GUARDED_BY(mu)
+};
+
 namespace {
 constexpr std::string_view kRootPrefix = "Root";
-IteratorContext RootContext(int64_t instance) {
+IteratorContext RootContext(int64_t instance, Runtime* rt) {
   IteratorContext ctx;
   ctx.seed_mix = Mix64(static_cast<uint64_t>(instance));
+  ctx.runtime_ptr = rt;
   return ctx;
 }
+
+class ActiveCall {
+ public:
+  explicit ActiveCall(IteratorCalls* c) : c_(c) {
+    std::lock_guard<std::mutex> l(c_->mu);
+    ++c_->active;
+  }
+  ~ActiveCall() {
+    std::lock_guard<std::mutex> l(c_->mu);
+    if (--c_->active == 0) c_->cv.notify_all();
+  }
+
+ private:
+  IteratorCalls* c_;
+};
 }  // namespace
 
 Result<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
-  if (!node_) return *error_;
-  int64_t instance = node_->NextInstance();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> root,
-                          node_->MakeIterator(RootContext(instance), std::string(kRootPrefix)));
-  return std::unique_ptr<Iterator>(new Iterator(node_, std::move(root), instance));
+  return MakeIterator(RuntimeOptions{});
 }
 
-Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::unique_ptr<IteratorBase> root,
-                   int64_t instance)
-    : dataset_(std::move(dataset)), root_(std::move(root)), instance_(instance) {}
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const RuntimeOptions& options) const {
+  if (!node_) return *error_;
+  auto runtime = std::make_shared<Runtime>(options);
+  int64_t instance = node_->NextInstance();
+  SLUICE_ASSIGN_OR_RETURN(
+      IteratorPtr root,
+      node_->MakeIterator(RootContext(instance, runtime.get()), std::string(kRootPrefix)));
+  return std::unique_ptr<Iterator>(
+      new Iterator(node_, std::move(runtime), std::move(root), instance));
+}
 
-Iterator::~Iterator() = default;
+Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<Runtime> runtime,
+                   IteratorPtr root, int64_t instance)
+    : dataset_(std::move(dataset)),
+      runtime_(std::move(runtime)),
+      root_(std::move(root)),
+      instance_(instance),
+      created_ns_(MonotonicNs()),
+      calls_(std::make_unique<IteratorCalls>()) {}
 
-Result<std::optional<Element>> Iterator::GetNext() { return root_->GetNext(); }
+Iterator::~Iterator() {
+  root_->Cancel();
+  {
+    std::unique_lock<std::mutex> l(calls_->mu);
+    calls_->cv.wait(l, [this] { return calls_->active == 0; });
+  }
+  root_.reset();  // joins the tree's threads before the runtime's pool goes
+}
+
+void Iterator::Cancel() { root_->Cancel(); }
+
+Result<std::optional<Element>> Iterator::GetNext() {
+  ActiveCall call(calls_.get());
+  return root_->GetNext();
+}
 
 Result<std::string> Iterator::Save() {
+  ActiveCall call(calls_.get());
   CheckpointWriter w;
   w.WriteInt(kRootPrefix, "instance", instance_);
   w.WriteString(kRootPrefix, "op", dataset_->op());
@@ -315,6 +426,7 @@ Result<std::string> Iterator::Save() {
 }
 
 Status Iterator::Restore(std::string_view checkpoint) {
+  ActiveCall call(calls_.get());
   SLUICE_ASSIGN_OR_RETURN(CheckpointReader r, CheckpointReader::Parse(checkpoint));
   SLUICE_ASSIGN_OR_RETURN(std::string op, r.ReadString(kRootPrefix, "op"));
   if (op != dataset_->op()) {
@@ -323,9 +435,11 @@ Status Iterator::Restore(std::string_view checkpoint) {
   }
   SLUICE_ASSIGN_OR_RETURN(int64_t instance, r.ReadInt(kRootPrefix, "instance"));
   // Rebuild the tree with the saved instance so per-iteration seeds match.
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> root,
-                          dataset_->MakeIterator(RootContext(instance), std::string(kRootPrefix)));
+  SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
+                          dataset_->MakeIterator(RootContext(instance, runtime_.get()),
+                                                 std::string(kRootPrefix)));
   SLUICE_RETURN_IF_ERROR(root->Restore(r));
+  root_->Cancel();
   root_ = std::move(root);
   instance_ = instance;
   return Status::OK();
@@ -337,6 +451,18 @@ std::vector<IteratorStats> Iterator::Stats() const {
   std::vector<IteratorStats> out;
   root_->CollectStats(&out);
   return out;
+}
+
+PipelineStats Iterator::Snapshot() const {
+  PipelineStats p;
+  p.uptime_ns = MonotonicNs() - created_ns_;
+  p.cpu_budget = runtime_->cpu_budget();
+  p.ram_budget = runtime_->memory().limit();
+  p.buffered_bytes = runtime_->memory().used();
+  p.peak_buffered_bytes = runtime_->memory().peak();
+  p.budget_overshoot_bytes = runtime_->memory().overshoot();
+  root_->CollectStats(&p.nodes);
+  return p;
 }
 
 }  // namespace sluice

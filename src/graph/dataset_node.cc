@@ -16,9 +16,9 @@ bool DatasetNode::IsReplayable() const {
   return true;
 }
 
-Result<std::unique_ptr<IteratorBase>> DatasetNode::MakeIterator(const IteratorContext& ctx,
+Result<IteratorPtr> DatasetNode::MakeIterator(const IteratorContext& ctx,
                                                                 const std::string& prefix) const {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, MakeIteratorInternal(ctx, prefix));
+  SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, MakeIteratorInternal(ctx, prefix));
   SLUICE_RETURN_IF_ERROR(it->Initialize(ctx));
   return it;
 }

@@ -58,7 +58,7 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   virtual bool IsReplayable() const;
 
   // Creates an iterator at `prefix` (its unique path in the iterator tree).
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const IteratorContext& ctx,
+  Result<IteratorPtr> MakeIterator(const IteratorContext& ctx,
                                                      const std::string& prefix) const;
 
   DatasetPtr shared() const { return shared_from_this(); }
@@ -68,7 +68,7 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   int64_t NextInstance() const { return instances_.fetch_add(1, std::memory_order_relaxed); }
 
  protected:
-  virtual Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  virtual Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const = 0;
 
  private:

@@ -33,6 +33,12 @@ void RegisterBuiltins(Registry* r) {
   RegisterWindowDataset(r);
   RegisterGroupByWindowDataset(r);
   RegisterIgnoreErrorsDataset(r);
+  RegisterPrefetchDataset(r);
+  RegisterParallelMapDataset(r);
+  RegisterParallelFilterDataset(r);
+  RegisterParallelBatchDataset(r);
+  RegisterMapAndBatchDataset(r);
+  RegisterParallelInterleaveDataset(r);
 
   // Kernels.
   RegisterBasicKernels(r);

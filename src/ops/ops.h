@@ -37,6 +37,13 @@ void RegisterScanDataset(Registry* r);
 void RegisterWindowDataset(Registry* r);
 void RegisterGroupByWindowDataset(Registry* r);  // GroupByWindow and BucketBySequenceLength
 void RegisterIgnoreErrorsDataset(Registry* r);
+// Parallel and buffered ops (src/runtime/async_buffer.h and the parallel interleave).
+void RegisterPrefetchDataset(Registry* r);
+void RegisterParallelMapDataset(Registry* r);
+void RegisterParallelFilterDataset(Registry* r);
+void RegisterParallelBatchDataset(Registry* r);
+void RegisterMapAndBatchDataset(Registry* r);
+void RegisterParallelInterleaveDataset(Registry* r);
 
 // Kernels (functions usable by map/filter/...).
 void RegisterBasicKernels(Registry* r);    // identity, cast, select, read_file, ...

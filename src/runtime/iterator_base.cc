@@ -2,13 +2,29 @@
 
 #include <algorithm>
 
+#include "runtime/runtime.h"
+
 namespace sluice {
+
+Runtime* IteratorContext::runtime() const {
+  return runtime_ptr != nullptr ? runtime_ptr : Runtime::Default();
+}
 
 IteratorBase::IteratorBase(DatasetPtr node, std::string prefix)
     : node_(std::move(node)), prefix_(std::move(prefix)) {}
 
-IteratorBase::~IteratorBase() {
+void IteratorDeleter::operator()(IteratorBase* it) const {
+  it->DetachFromParent();
+  delete it;
+}
+
+void IteratorBase::DetachFromParent() {
   if (parent_ != nullptr) parent_->Unlink(this);
+  parent_ = nullptr;
+}
+
+IteratorBase::~IteratorBase() {
+  DetachFromParent();
   std::lock_guard<std::mutex> l(children_mu_);
   for (IteratorBase* c : children_) c->parent_ = nullptr;
 }
@@ -21,7 +37,34 @@ void IteratorBase::Link(IteratorBase* child) const {
 
 void IteratorBase::Unlink(IteratorBase* child) const {
   std::lock_guard<std::mutex> l(children_mu_);
+  // The child's totals stay with the parent (consumed counts, exclusive CPU).
+  NodeStats& cs = child->stats_;
+  stats_.dead_children_produced.fetch_add(cs.elements_produced.load(std::memory_order_relaxed),
+                                          std::memory_order_relaxed);
+  stats_.dead_children_bytes.fetch_add(cs.EstimatedBytesProduced(), std::memory_order_relaxed);
+  stats_.dead_children_cpu_ns.fetch_add(cs.EstimatedInclusiveCpuNs(), std::memory_order_relaxed);
   children_.erase(std::remove(children_.begin(), children_.end(), child), children_.end());
+}
+
+Result<std::optional<Element>> IteratorBase::GetNextTimed() {
+  const int64_t cpu0 = ThreadCpuNs();
+  const int64_t wall0 = MonotonicNs();
+  Result<std::optional<Element>> r = GetNextInternal();
+  const int64_t wall1 = MonotonicNs();
+  const int64_t cpu1 = ThreadCpuNs();
+  const Element* produced = r.ok() && r->has_value() ? &**r : nullptr;
+  stats_.RecordSample(cpu1 - cpu0, wall1 - wall0, produced);
+  if (r.ok()) {
+    if (produced != nullptr) stats_.CountProduced();
+  } else {
+    r = AddContext(r.status());
+  }
+  return r;
+}
+
+void IteratorBase::Cancel() {
+  std::lock_guard<std::mutex> l(children_mu_);
+  for (IteratorBase* c : children_) c->Cancel();
 }
 
 Result<int64_t> IteratorBase::Skip(int64_t n) {
@@ -61,7 +104,7 @@ Status IteratorBase::AddContext(const Status& s) const {
   return s.WithContext("[op " + prefix_ + "]");
 }
 
-Result<std::unique_ptr<IteratorBase>> IteratorBase::MakeChild(const DatasetPtr& node,
+Result<IteratorPtr> IteratorBase::MakeChild(const DatasetPtr& node,
                                                               const IteratorContext& ctx,
                                                               const std::string& label) const {
   std::string p = prefix_;
@@ -70,25 +113,53 @@ Result<std::unique_ptr<IteratorBase>> IteratorBase::MakeChild(const DatasetPtr& 
   p += '[';
   p += label;
   p += ']';
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, node->MakeIterator(ctx, p));
+  SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, node->MakeIterator(ctx, p));
   Link(it.get());
   return it;
 }
 
-Result<std::unique_ptr<IteratorBase>> IteratorBase::MakeInput(const IteratorContext& ctx,
+Result<IteratorPtr> IteratorBase::MakeInput(const IteratorContext& ctx,
                                                               size_t i) const {
   return MakeChild(node_->input(i), ctx, std::to_string(i));
 }
 
-void IteratorBase::CollectStats(std::vector<IteratorStats>* out) const {
-  IteratorStats s;
-  s.name = node_->op();
-  s.prefix = prefix_;
-  s.elements_produced = stats_.elements_produced.load(std::memory_order_relaxed);
-  s.elements_skipped = stats_.elements_skipped.load(std::memory_order_relaxed);
-  out->push_back(std::move(s));
-  std::lock_guard<std::mutex> l(children_mu_);
-  for (const IteratorBase* c : children_) c->CollectStats(out);
+void IteratorBase::CollectStats(std::vector<IteratorStats>* out, int parent) const {
+  const int self = static_cast<int>(out->size());
+  {
+    IteratorStats s;
+    s.name = node_->op();
+    s.prefix = prefix_;
+    s.parent = parent;
+    s.async = async();
+    const auto get = [](const std::atomic<int64_t>& a) { return a.load(std::memory_order_relaxed); };
+    s.elements_produced = get(stats_.elements_produced);
+    s.elements_skipped = get(stats_.elements_skipped);
+    s.wall_ns = stats_.EstimatedWallNs();
+    s.bytes_produced = stats_.EstimatedBytesProduced();
+    s.buffered_bytes = get(stats_.buffered_bytes);
+    s.buffered_elements = get(stats_.buffered_elements);
+    s.buffer_limit = get(stats_.buffer_limit);
+    s.parallelism = get(stats_.parallelism);
+    s.file_bytes_read = get(stats_.file_bytes_read);
+    out->push_back(std::move(s));
+  }
+  int64_t consumed = stats_.dead_children_produced.load(std::memory_order_relaxed);
+  int64_t bytes_in = stats_.dead_children_bytes.load(std::memory_order_relaxed);
+  int64_t children_cpu = stats_.dead_children_cpu_ns.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> l(children_mu_);
+    for (const IteratorBase* c : children_) {
+      consumed += c->stats_.elements_produced.load(std::memory_order_relaxed);
+      bytes_in += c->stats_.EstimatedBytesProduced();
+      children_cpu += c->stats_.EstimatedInclusiveCpuNs();
+      c->CollectStats(out, self);
+    }
+  }
+  IteratorStats& s = (*out)[self];
+  s.elements_consumed = consumed;
+  s.bytes_consumed = bytes_in;
+  int64_t cpu = stats_.EstimatedInclusiveCpuNs() - (async() ? 0 : children_cpu);
+  s.cpu_ns = std::max<int64_t>(cpu, 0) + stats_.EstimatedTaskCpuNs();
 }
 
 Status UnaryIterator::Initialize(const IteratorContext& ctx) {

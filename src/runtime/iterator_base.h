@@ -32,12 +32,19 @@
 
 #include "graph/dataset_node.h"
 #include "runtime/checkpoint.h"
+#include "runtime/node_stats.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
 
+class Runtime;
+
 // Context shared by an iterator tree.
 struct IteratorContext {
+  // The pipeline's pool, memory budget and options; null means Runtime::Default().
+  Runtime* runtime_ptr = nullptr;
+  Runtime* runtime() const;
+
   // Varies per top-level iterator instance, per repeat epoch and per parent element of
   // flat_map/interleave: ops whose randomness should change between iterations (shuffle
   // with reshuffle_each_iteration) mix it into their seed.
@@ -47,19 +54,6 @@ struct IteratorContext {
     IteratorContext c = *this;
     c.seed_mix = HashCombine(seed_mix, v);
     return c;
-  }
-};
-
-// Always-on counters of one iterator (the full stats plane grows in the runtime issue).
-// Written only by the thread driving the iterator (a relaxed load+store, no locked
-// read-modify-write), read by anyone.
-struct NodeStats {
-  std::atomic<int64_t> elements_produced{0};
-  std::atomic<int64_t> elements_skipped{0};
-
-  void CountProduced() {
-    elements_produced.store(elements_produced.load(std::memory_order_relaxed) + 1,
-                            std::memory_order_relaxed);
   }
 };
 
@@ -74,6 +68,7 @@ class IteratorBase {
   virtual Status Initialize(const IteratorContext& ctx) { return Status::OK(); }
 
   Result<std::optional<Element>> GetNext() {
+    if (stats_.ShouldSample()) [[unlikely]] return GetNextTimed();
     Result<std::optional<Element>> r = GetNextInternal();
     if (r.ok()) [[likely]] {
       if (r->has_value()) stats_.CountProduced();
@@ -87,13 +82,25 @@ class IteratorBase {
   Status Save(CheckpointWriter* w) const;
   Status Restore(const CheckpointReader& r);
 
+  // Unlinks this iterator from its parent (IteratorDeleter calls it before deleting).
+  void DetachFromParent();
+
   const std::string& prefix() const { return prefix_; }
   const DatasetNode& node() const { return *node_; }
   const DatasetPtr& node_ptr() const { return node_; }
   NodeStats& stats() { return stats_; }
   const NodeStats& stats() const { return stats_; }
-  // This iterator's stats and its live descendants', pre-order.
-  void CollectStats(std::vector<IteratorStats>* out) const;
+  // This iterator's stats and its live descendants', pre-order; `parent` is the index of
+  // this iterator's parent in *out.
+  void CollectStats(std::vector<IteratorStats>* out, int parent = -1) const;
+
+  // Stops background work and wakes blocked calls (which return Cancelled), in this
+  // iterator and all its descendants. Thread-safe; idempotent. Asynchronous iterators
+  // override it (and call the base to reach their children); their destructors call it.
+  virtual void Cancel();
+  // True for iterators that call their inputs on their own threads, not inside GetNext
+  // (the stats plane then does not subtract the inputs' time from theirs).
+  virtual bool async() const { return false; }
 
  protected:
   virtual Result<std::optional<Element>> GetNextInternal() = 0;
@@ -104,23 +111,24 @@ class IteratorBase {
   virtual Result<int64_t> SkipInternal(int64_t n);
 
   // Creates a child iterator over `node` named prefix_/op[label].
-  Result<std::unique_ptr<IteratorBase>> MakeChild(const DatasetPtr& node,
+  Result<IteratorPtr> MakeChild(const DatasetPtr& node,
                                                   const IteratorContext& ctx,
                                                   const std::string& label) const;
   // Shorthand for the i-th input of this node, labelled by i.
-  Result<std::unique_ptr<IteratorBase>> MakeInput(const IteratorContext& ctx,
+  Result<IteratorPtr> MakeInput(const IteratorContext& ctx,
                                                   size_t i = 0) const;
   // Prefixes `s` with this iterator's op and prefix unless it already names it.
   Status AddContext(const Status& s) const;
 
  private:
+  Result<std::optional<Element>> GetNextTimed();
   friend class DatasetNode;
   void Link(IteratorBase* child) const;
   void Unlink(IteratorBase* child) const;
 
   DatasetPtr node_;
   std::string prefix_;
-  NodeStats stats_;
+  mutable NodeStats stats_;  // mutable: Unlink (const) leaves dead children's totals here
   mutable std::mutex children_mu_;
   mutable std::vector<IteratorBase*> children_;  // GUARDED_BY(children_mu_)
   mutable IteratorBase* parent_ = nullptr;
@@ -154,7 +162,7 @@ class UnaryIterator : public IteratorBase {
   Status SaveInternal(CheckpointWriter* w) const final;
   Status RestoreInternal(const CheckpointReader& r) final;
 
-  std::unique_ptr<IteratorBase> input_;  // non-null after a successful Initialize
+  IteratorPtr input_;  // non-null after a successful Initialize
   IteratorContext ctx_;                  // the context Initialize was called with
 };
 

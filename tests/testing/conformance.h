@@ -27,6 +27,8 @@ struct ConformanceOptions {
   bool same_each_iteration = true;
   bool check_save_restore = true;
   int64_t save_restore_stride = 1;
+  // How every iterator of the check runs (pool size, inline execution, budgets).
+  RuntimeOptions runtime;
 };
 
 void CheckDataset(const Dataset& ds, const std::vector<Element>& expected,

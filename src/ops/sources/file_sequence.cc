@@ -130,9 +130,9 @@ class FileSequenceIterator : public IteratorBase {
 
 }  // namespace
 
-Result<std::unique_ptr<IteratorBase>> FileSequenceDataset::MakeIteratorInternal(
+Result<IteratorPtr> FileSequenceDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new FileSequenceIterator(this, prefix));
+  return IteratorPtr(new FileSequenceIterator(this, prefix));
 }
 
 }  // namespace sluice

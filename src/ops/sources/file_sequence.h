@@ -98,7 +98,7 @@ class FileSequenceDataset : public DatasetNode {
   virtual uint64_t min_offset() const { return 0; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:

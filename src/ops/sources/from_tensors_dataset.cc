@@ -26,7 +26,7 @@ class FromTensorsDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -48,9 +48,9 @@ class FromTensorsIterator : public IndexedIterator {
   const FromTensorsDataset* ds_;
 };
 
-Result<std::unique_ptr<IteratorBase>> FromTensorsDataset::MakeIteratorInternal(
+Result<IteratorPtr> FromTensorsDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new FromTensorsIterator(this, prefix));
+  return IteratorPtr(new FromTensorsIterator(this, prefix));
 }
 
 Result<DatasetPtr> Make(std::string op, OpArgs args, bool slices) {

@@ -24,7 +24,7 @@ class IdxDataset : public DatasetNode {
   const IdxHeader& header() const { return header_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -71,9 +71,9 @@ class IdxIterator : public IndexedIterator {
   std::unique_ptr<IdxReader> reader_;  // opened on the first read
 };
 
-Result<std::unique_ptr<IteratorBase>> IdxDataset::MakeIteratorInternal(
+Result<IteratorPtr> IdxDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new IdxIterator(this, prefix));
+  return IteratorPtr(new IdxIterator(this, prefix));
 }
 
 }  // namespace

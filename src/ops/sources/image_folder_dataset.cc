@@ -120,7 +120,7 @@ class ImageFolderDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -141,9 +141,9 @@ class ImageFolderIterator : public IndexedIterator {
   const ImageFolderDataset* ds_;
 };
 
-Result<std::unique_ptr<IteratorBase>> ImageFolderDataset::MakeIteratorInternal(
+Result<IteratorPtr> ImageFolderDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ImageFolderIterator(this, prefix));
+  return IteratorPtr(new ImageFolderIterator(this, prefix));
 }
 
 Result<DatasetPtr> MakeImageFolder(OpArgs args) {

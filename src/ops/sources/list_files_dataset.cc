@@ -82,7 +82,7 @@ class ListFilesDataset : public DatasetNode {
   uint64_t seed() const { return seed_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -119,9 +119,9 @@ class ListFilesIterator : public IndexedIterator {
   std::vector<size_t> order_;  // the permutation when shuffling
 };
 
-Result<std::unique_ptr<IteratorBase>> ListFilesDataset::MakeIteratorInternal(
+Result<IteratorPtr> ListFilesDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ListFilesIterator(this, prefix));
+  return IteratorPtr(new ListFilesIterator(this, prefix));
 }
 
 }  // namespace

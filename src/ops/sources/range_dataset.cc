@@ -17,7 +17,7 @@ class RangeDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -65,9 +65,9 @@ class RangeIterator : public IteratorBase {
   int64_t next_;
 };
 
-Result<std::unique_ptr<IteratorBase>> RangeDataset::MakeIteratorInternal(
+Result<IteratorPtr> RangeDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new RangeIterator(this, prefix));
+  return IteratorPtr(new RangeIterator(this, prefix));
 }
 
 }  // namespace

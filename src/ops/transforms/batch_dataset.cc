@@ -19,7 +19,7 @@ class BatchDataset : public DatasetNode {
   bool drop_remainder() const { return drop_remainder_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -75,9 +75,9 @@ class BatchIterator : public UnaryIterator {
   std::vector<Tensor> column_;  // likewise
 };
 
-Result<std::unique_ptr<IteratorBase>> BatchDataset::MakeIteratorInternal(
+Result<IteratorPtr> BatchDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new BatchIterator(this, prefix));
+  return IteratorPtr(new BatchIterator(this, prefix));
 }
 
 }  // namespace

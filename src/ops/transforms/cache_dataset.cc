@@ -327,7 +327,7 @@ class CacheDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -543,7 +543,7 @@ class CacheIterator : public IteratorBase {
   bool read_failed_ = false;
   int64_t index_ = 0;
   // Write mode: the input, and whether this pass populates the cache.
-  std::unique_ptr<IteratorBase> input_;
+  IteratorPtr input_;
   bool caching_ = false;
   int64_t count_ = 0;            // input elements passed on
   std::vector<Element> buffer_;  // memory: this pass's elements so far
@@ -551,9 +551,9 @@ class CacheIterator : public IteratorBase {
   Status write_error_;  // reported at the end of the pass
 };
 
-Result<std::unique_ptr<IteratorBase>> CacheDataset::MakeIteratorInternal(
+Result<IteratorPtr> CacheDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new CacheIterator(this, prefix));
+  return IteratorPtr(new CacheIterator(this, prefix));
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ class ConcatenateDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 };
 
@@ -81,13 +81,13 @@ class ConcatenateIterator : public IteratorBase {
   }
 
   IteratorContext ctx_;
-  std::unique_ptr<IteratorBase> input_;  // null once both inputs ended
+  IteratorPtr input_;  // null once both inputs ended
   int64_t index_ = 0;                    // which input is current
 };
 
-Result<std::unique_ptr<IteratorBase>> ConcatenateDataset::MakeIteratorInternal(
+Result<IteratorPtr> ConcatenateDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ConcatenateIterator(this, prefix));
+  return IteratorPtr(new ConcatenateIterator(this, prefix));
 }
 
 Result<ElementSpec> ConcatenatedSpec(const ElementSpec& a, const ElementSpec& b) {

@@ -25,7 +25,7 @@ class EnumerateDataset : public DatasetNode {
   int64_t start() const { return start_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -74,9 +74,9 @@ class EnumerateIterator : public UnaryIterator {
   int64_t next_;  // the next index
 };
 
-Result<std::unique_ptr<IteratorBase>> EnumerateDataset::MakeIteratorInternal(
+Result<IteratorPtr> EnumerateDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new EnumerateIterator(this, prefix));
+  return IteratorPtr(new EnumerateIterator(this, prefix));
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ class FilterDataset : public DatasetNode {
   uint64_t seed() const { return seed_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -61,9 +61,9 @@ class FilterIterator : public UnaryIterator {
   int64_t position_ = 0;  // input elements consumed
 };
 
-Result<std::unique_ptr<IteratorBase>> FilterDataset::MakeIteratorInternal(
+Result<IteratorPtr> FilterDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new FilterIterator(this, prefix));
+  return IteratorPtr(new FilterIterator(this, prefix));
 }
 
 }  // namespace

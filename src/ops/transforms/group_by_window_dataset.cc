@@ -37,7 +37,7 @@ class ElementsDataset : public DatasetNode {
   const std::vector<Element>& elements() const { return elements_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -59,9 +59,9 @@ class ElementsIterator : public IndexedIterator {
   const ElementsDataset* ds_;
 };
 
-Result<std::unique_ptr<IteratorBase>> ElementsDataset::MakeIteratorInternal(
+Result<IteratorPtr> ElementsDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ElementsIterator(this, prefix));
+  return IteratorPtr(new ElementsIterator(this, prefix));
 }
 
 // Attributes: components (list(tensor), the elements' components one after the other),
@@ -193,7 +193,7 @@ class GroupByWindowDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -354,15 +354,15 @@ class GroupByWindowIterator : public UnaryIterator {
   int64_t reduce_position_ = 0;  // windows reduced so far (reduce_fn's position)
   std::map<int64_t, std::vector<Element>> groups_;
   // The reduced dataset being emitted, and what recreates it.
-  std::unique_ptr<IteratorBase> current_;
+  IteratorPtr current_;
   int64_t current_key_ = 0;
   int64_t current_position_ = 0;
   std::vector<Element> current_window_;
 };
 
-Result<std::unique_ptr<IteratorBase>> GroupByWindowDataset::MakeIteratorInternal(
+Result<IteratorPtr> GroupByWindowDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new GroupByWindowIterator(this, prefix));
+  return IteratorPtr(new GroupByWindowIterator(this, prefix));
 }
 
 Result<DatasetPtr> MakeGroupByWindow(OpArgs args) {
@@ -403,7 +403,7 @@ class BucketBySequenceLengthDataset : public DatasetNode {
   const DatasetPtr& inner() const { return inner_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -431,12 +431,12 @@ class BucketBySequenceLengthIterator : public IteratorBase {
 
  private:
   const BucketBySequenceLengthDataset* ds_;
-  std::unique_ptr<IteratorBase> inner_;
+  IteratorPtr inner_;
 };
 
-Result<std::unique_ptr<IteratorBase>> BucketBySequenceLengthDataset::MakeIteratorInternal(
+Result<IteratorPtr> BucketBySequenceLengthDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new BucketBySequenceLengthIterator(this, prefix));
+  return IteratorPtr(new BucketBySequenceLengthIterator(this, prefix));
 }
 
 Result<int64_t> IntegerScalar(const Tensor& t) {

@@ -25,7 +25,7 @@ class IgnoreErrorsDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 };
 
@@ -52,9 +52,9 @@ class IgnoreErrorsIterator : public UnaryIterator {
   }
 };
 
-Result<std::unique_ptr<IteratorBase>> IgnoreErrorsDataset::MakeIteratorInternal(
+Result<IteratorPtr> IgnoreErrorsDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new IgnoreErrorsIterator(this, prefix));
+  return IteratorPtr(new IgnoreErrorsIterator(this, prefix));
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ class InterleaveDataset : public DatasetNode {
   uint64_t seed() const { return seed_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -134,7 +134,7 @@ class InterleaveIterator : public UnaryIterator {
 
  private:
   struct Slot {
-    std::unique_ptr<IteratorBase> it;  // null when the slot is empty
+    IteratorPtr it;  // null when the slot is empty
     Element element;                   // the input element that made it (for checkpoints)
     int64_t position = 0;              // that element's input position
   };
@@ -150,7 +150,7 @@ class InterleaveIterator : public UnaryIterator {
     const int64_t pos = input_position_++;
     if (static_cast<int64_t>(slots_.size()) <= cycle_index_)
       slots_.resize(cycle_index_ + 1);
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it,
+    SLUICE_ASSIGN_OR_RETURN(IteratorPtr it,
                             MakeInner(*in, pos, cycle_index_));
     Slot& s = slots_[cycle_index_];
     s.it = std::move(it);
@@ -160,7 +160,7 @@ class InterleaveIterator : public UnaryIterator {
     return Status::OK();
   }
 
-  Result<std::unique_ptr<IteratorBase>> MakeInner(const Element& e, int64_t pos,
+  Result<IteratorPtr> MakeInner(const Element& e, int64_t pos,
                                                   int64_t slot) const {
     FunctionContext fctx(ds_->seed(), pos);
     SLUICE_ASSIGN_OR_RETURN(Dataset inner, ds_->fn().MakeDataset(e, fctx));
@@ -209,9 +209,9 @@ class InterleaveIterator : public UnaryIterator {
   int64_t block_index_ = 0;
 };
 
-Result<std::unique_ptr<IteratorBase>> InterleaveDataset::MakeIteratorInternal(
+Result<IteratorPtr> InterleaveDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new InterleaveIterator(this, prefix));
+  return IteratorPtr(new InterleaveIterator(this, prefix));
 }
 
 Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool flat_map) {

@@ -16,7 +16,7 @@ class MapDataset : public DatasetNode {
   uint64_t seed() const { return seed_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -61,9 +61,9 @@ class MapIterator : public UnaryIterator {
   int64_t position_ = 0;
 };
 
-Result<std::unique_ptr<IteratorBase>> MapDataset::MakeIteratorInternal(
+Result<IteratorPtr> MapDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new MapIterator(this, prefix));
+  return IteratorPtr(new MapIterator(this, prefix));
 }
 
 }  // namespace

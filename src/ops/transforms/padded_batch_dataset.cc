@@ -36,7 +36,7 @@ class PaddedBatchDataset : public DatasetNode {
   Result<Element> MakeBatch(const std::vector<Element>& rows) const;
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -237,9 +237,9 @@ class PaddedBatchIterator : public UnaryIterator {
   std::vector<Element> rows_;
 };
 
-Result<std::unique_ptr<IteratorBase>> PaddedBatchDataset::MakeIteratorInternal(
+Result<IteratorPtr> PaddedBatchDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new PaddedBatchIterator(this, prefix));
+  return IteratorPtr(new PaddedBatchIterator(this, prefix));
 }
 
 // Checks padded shapes and padding values against a known input spec (tf.data raises the

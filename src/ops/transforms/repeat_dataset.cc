@@ -21,7 +21,7 @@ class RepeatDataset : public DatasetNode {
   int64_t count() const { return count_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -118,14 +118,14 @@ class RepeatIterator : public IteratorBase {
 
   const RepeatDataset* ds_;
   IteratorContext ctx_;
-  std::unique_ptr<IteratorBase> input_;  // null once finished
+  IteratorPtr input_;  // null once finished
   int64_t epoch_ = 0;
   bool first_call_ = true;  // nothing produced yet in this epoch
 };
 
-Result<std::unique_ptr<IteratorBase>> RepeatDataset::MakeIteratorInternal(
+Result<IteratorPtr> RepeatDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new RepeatIterator(this, prefix));
+  return IteratorPtr(new RepeatIterator(this, prefix));
 }
 
 }  // namespace

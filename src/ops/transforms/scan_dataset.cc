@@ -22,7 +22,7 @@ class ScanDataset : public DatasetNode {
   const std::vector<Tensor>& initial_state() const { return initial_state_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -103,9 +103,9 @@ class ScanIterator : public UnaryIterator {
   int64_t position_ = 0;
 };
 
-Result<std::unique_ptr<IteratorBase>> ScanDataset::MakeIteratorInternal(
+Result<IteratorPtr> ScanDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ScanIterator(this, prefix));
+  return IteratorPtr(new ScanIterator(this, prefix));
 }
 
 // The output spec from the function's declared spec, when it has one.

@@ -26,7 +26,7 @@ class ShardDataset : public DatasetNode {
   int64_t index() const { return index_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -104,9 +104,9 @@ class ShardIterator : public UnaryIterator {
   bool ended_ = false;
 };
 
-Result<std::unique_ptr<IteratorBase>> ShardDataset::MakeIteratorInternal(
+Result<IteratorPtr> ShardDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ShardIterator(this, prefix));
+  return IteratorPtr(new ShardIterator(this, prefix));
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ class ShuffleDataset : public DatasetNode {
   bool reshuffle() const { return reshuffle_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -250,16 +250,16 @@ class ShuffleIterator : public IteratorBase {
   Rng rng_;
   bool replayable_ = false;
   bool indices_valid_ = true;
-  std::unique_ptr<IteratorBase> input_;
+  IteratorPtr input_;
   std::vector<Slot> buffer_;
   int64_t hole_ = -1;     // slot returned by the last call, refilled by the next
   int64_t consumed_ = 0;  // input elements read
   bool end_of_input_ = false;
 };
 
-Result<std::unique_ptr<IteratorBase>> ShuffleDataset::MakeIteratorInternal(
+Result<IteratorPtr> ShuffleDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ShuffleIterator(this, prefix));
+  return IteratorPtr(new ShuffleIterator(this, prefix));
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ class TakeSkipDataset : public DatasetNode {
   int64_t count() const { return count_ < 0 ? kAll : count_; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -142,10 +142,10 @@ class SkipIterator : public UnaryIterator {
   bool ended_ = false;
 };
 
-Result<std::unique_ptr<IteratorBase>> TakeSkipDataset::MakeIteratorInternal(
+Result<IteratorPtr> TakeSkipDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  if (take_) return std::unique_ptr<IteratorBase>(new TakeIterator(this, prefix));
-  return std::unique_ptr<IteratorBase>(new SkipIterator(this, prefix));
+  if (take_) return IteratorPtr(new TakeIterator(this, prefix));
+  return IteratorPtr(new SkipIterator(this, prefix));
 }
 
 Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool take) {

@@ -24,7 +24,7 @@ class UnbatchDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 };
 
@@ -96,9 +96,9 @@ class UnbatchIterator : public UnaryIterator {
   int64_t index_ = 0;
 };
 
-Result<std::unique_ptr<IteratorBase>> UnbatchDataset::MakeIteratorInternal(
+Result<IteratorPtr> UnbatchDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new UnbatchIterator(this, prefix));
+  return IteratorPtr(new UnbatchIterator(this, prefix));
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ class WindowDataset : public DatasetNode {
   int64_t span() const { return (size_ - 1) * stride_ + 1; }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 
  private:
@@ -177,9 +177,9 @@ class WindowIterator : public UnaryIterator {
   bool input_done_ = false;
 };
 
-Result<std::unique_ptr<IteratorBase>> WindowDataset::MakeIteratorInternal(
+Result<IteratorPtr> WindowDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new WindowIterator(this, prefix));
+  return IteratorPtr(new WindowIterator(this, prefix));
 }
 
 }  // namespace

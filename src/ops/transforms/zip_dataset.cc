@@ -40,7 +40,7 @@ class ZipDataset : public DatasetNode {
   }
 
  protected:
-  Result<std::unique_ptr<IteratorBase>> MakeIteratorInternal(
+  Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
 };
 
@@ -51,7 +51,7 @@ class ZipIterator : public IteratorBase {
 
   Status Initialize(const IteratorContext& ctx) override {
     for (size_t i = 0; i < node().inputs().size(); ++i) {
-      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, MakeInput(ctx, i));
+      SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, MakeInput(ctx, i));
       inputs_.push_back(std::move(it));
     }
     return Status::OK();
@@ -113,13 +113,13 @@ class ZipIterator : public IteratorBase {
   }
 
  private:
-  std::vector<std::unique_ptr<IteratorBase>> inputs_;
+  std::vector<IteratorPtr> inputs_;
   bool ended_ = false;
 };
 
-Result<std::unique_ptr<IteratorBase>> ZipDataset::MakeIteratorInternal(
+Result<IteratorPtr> ZipDataset::MakeIteratorInternal(
     const IteratorContext&, const std::string& prefix) const {
-  return std::unique_ptr<IteratorBase>(new ZipIterator(this, prefix));
+  return IteratorPtr(new ZipIterator(this, prefix));
 }
 
 }  // namespace

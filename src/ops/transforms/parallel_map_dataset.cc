@@ -1,0 +1,76 @@
+// ParallelMap (tf.data ParallelMapDatasetV2): map with up to num_parallel_calls calls of the
+// function at once on the pipeline's pool (an AsyncBufferIterator with one input per unit).
+// Each call gets FunctionContext(seed, input position), exactly as the sequential Map, so
+// random functions give the same elements at any parallelism.
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/async_buffer.h"
+
+namespace sluice {
+namespace {
+
+class MapProcessor final : public UnitProcessor {
+ public:
+  MapProcessor(Function fn, uint64_t seed, int64_t static_bytes)
+      : fn_(std::move(fn)), seed_(seed), static_bytes_(static_bytes) {}
+
+  Status ProcessPart(WorkUnit* u, int, int) const override {
+    FunctionContext fctx(seed_, u->first_position);
+    return fn_.Apply(&u->inputs[0], fctx);
+  }
+  Result<std::optional<Element>> Finish(WorkUnit* u) const override {
+    return std::optional<Element>(std::move(u->inputs[0]));
+  }
+  int64_t StaticOutputBytes() const override { return static_bytes_; }
+
+ private:
+  const Function fn_;
+  const uint64_t seed_;
+  const int64_t static_bytes_;
+};
+
+class ParallelMapDataset : public DatasetNode {
+ public:
+  ParallelMapDataset(OpArgs args, ElementSpec spec, uint64_t seed, ParallelAttrs p)
+      : DatasetNode("ParallelMap", std::move(args), std::move(spec)), seed_(seed), p_(p) {}
+
+  int64_t Cardinality() const override { return input(0)->Cardinality(); }
+
+ protected:
+  Result<IteratorPtr> MakeIteratorInternal(const IteratorContext&,
+                                           const std::string& prefix) const override {
+    AsyncBufferOptions o;
+    o.parallelism = p_.num_parallel_calls;
+    o.deterministic = p_.deterministic;
+    return IteratorPtr(new AsyncBufferIterator(
+        shared(), prefix,
+        std::make_unique<MapProcessor>(functions()[0], seed_, StaticElementBytes(element_spec())),
+        o));
+  }
+
+ private:
+  const uint64_t seed_;
+  const ParallelAttrs p_;
+};
+
+}  // namespace
+
+void RegisterParallelMapDataset(Registry* r) {
+  r->RegisterOp("ParallelMap", [](OpArgs args) -> Result<DatasetPtr> {
+     const std::string op = "ParallelMap";
+     SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
+     SLUICE_RETURN_IF_ERROR(CheckFunctionKind(op, args.functions[0], Function::Kind::kElement));
+     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
+     SLUICE_ASSIGN_OR_RETURN(ParallelAttrs p, GetParallelAttrs(op, args.attrs));
+     ElementSpec spec = ElementSpec::Unknown();
+     if (auto s = args.functions[0].OutputSpec(args.inputs[0]->element_spec())) {
+       if (!s->ok()) return s->status().WithContext(op);
+       spec = **s;
+     }
+     return DatasetPtr(std::make_shared<ParallelMapDataset>(std::move(args), std::move(spec),
+                                                            static_cast<uint64_t>(seed), p));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

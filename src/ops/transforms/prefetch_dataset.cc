@@ -1,0 +1,65 @@
+// Prefetch (tf.data PrefetchDataset): a runner thread keeps up to buffer_size elements
+// ready ahead of the consumer. An AsyncBufferIterator whose units need no pool work.
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "runtime/async_buffer.h"
+
+namespace sluice {
+namespace {
+
+class PrefetchProcessor final : public UnitProcessor {
+ public:
+  explicit PrefetchProcessor(int64_t static_bytes) : static_bytes_(static_bytes) {}
+  int NumParts(const WorkUnit&, int64_t) const override { return 0; }
+  Status ProcessPart(WorkUnit*, int, int) const override { return Status::OK(); }
+  Result<std::optional<Element>> Finish(WorkUnit* u) const override {
+    return std::optional<Element>(std::move(u->inputs[0]));
+  }
+  int64_t StaticOutputBytes() const override { return static_bytes_; }
+
+ private:
+  int64_t static_bytes_;
+};
+
+class PrefetchDataset : public DatasetNode {
+ public:
+  PrefetchDataset(OpArgs args, ElementSpec spec, int64_t buffer_size)
+      : DatasetNode("Prefetch", std::move(args), std::move(spec)),
+        buffer_size_(buffer_size) {}
+
+  int64_t Cardinality() const override { return input(0)->Cardinality(); }
+
+ protected:
+  Result<IteratorPtr> MakeIteratorInternal(const IteratorContext&,
+                                           const std::string& prefix) const override {
+    AsyncBufferOptions o;
+    o.parallelism = 1;
+    // AUTOTUNE starts small (autotuning grows it); the memory budget bounds it anyway.
+    o.capacity = buffer_size_ == kAutotune ? 2 : buffer_size_;
+    o.deterministic = 1;
+    return IteratorPtr(new AsyncBufferIterator(
+        shared(), prefix,
+        std::make_unique<PrefetchProcessor>(StaticElementBytes(element_spec())), o));
+  }
+
+ private:
+  int64_t buffer_size_;
+};
+
+}  // namespace
+
+void RegisterPrefetchDataset(Registry* r) {
+  r->RegisterOp("Prefetch", [](OpArgs args) -> Result<DatasetPtr> {
+     SLUICE_RETURN_IF_ERROR(CheckArity("Prefetch", args, 1, 0));
+     SLUICE_ASSIGN_OR_RETURN(int64_t n, GetAttr<int64_t>(args.attrs, "Prefetch", "buffer_size"));
+     if (n <= 0 && n != kAutotune) {
+       return InvalidArgumentError("Prefetch: buffer_size must be > 0 or AUTOTUNE (-1), got " +
+                                   std::to_string(n));
+     }
+     ElementSpec spec = args.inputs[0]->element_spec();
+     return DatasetPtr(std::make_shared<PrefetchDataset>(std::move(args), std::move(spec), n));
+   }).IgnoreError();
+}
+
+}  // namespace sluice

@@ -1,0 +1,432 @@
+#include "runtime/async_buffer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "graph/attr.h"
+
+namespace sluice {
+
+namespace {
+constexpr int64_t kMaxCheckpointSlots = int64_t{1} << 20;
+// How long the runner sleeps between retries when the memory budget is full (other
+// operators' releases do not wake it).
+constexpr auto kBudgetRetry = std::chrono::milliseconds(2);
+// The FetchScope of this thread, if it is fetching for a buffer.
+thread_local FetchScope* tls_fetch = nullptr;
+}  // namespace
+
+FetchScope::FetchScope(bool reserved, const std::atomic<bool>* starving)
+    : reserved_(reserved), starving_(starving), outer_(tls_fetch) {
+  tls_fetch = this;
+}
+
+FetchScope::~FetchScope() { tls_fetch = outer_; }
+
+FetchScope* FetchScope::Current() { return tls_fetch; }
+
+Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& attrs) {
+  ParallelAttrs a;
+  SLUICE_ASSIGN_OR_RETURN(a.num_parallel_calls,
+                          GetAttrOr<int64_t>(attrs, op, "num_parallel_calls", kAutotune));
+  SLUICE_ASSIGN_OR_RETURN(a.deterministic, GetAttrOr<int64_t>(attrs, op, "deterministic", -1));
+  if (a.num_parallel_calls <= 0 && a.num_parallel_calls != kAutotune) {
+    return InvalidArgumentError(op + ": num_parallel_calls must be > 0 or AUTOTUNE (-1), got " +
+                                std::to_string(a.num_parallel_calls));
+  }
+  if (a.deterministic < -1 || a.deterministic > 1) {
+    return InvalidArgumentError(op + ": deterministic must be -1 (default), 0 or 1, got " +
+                                std::to_string(a.deterministic));
+  }
+  return a;
+}
+
+int64_t StaticElementBytes(const ElementSpec& spec) {
+  if (spec.unknown) return -1;
+  int64_t total = 0;
+  for (const TensorSpec& t : spec.components) {
+    if (t.dtype == DType::kString || !t.shape.fully_defined()) return -1;
+    int64_t n = static_cast<int64_t>(DTypeSize(t.dtype));
+    for (int64_t d : t.shape.dims()) n *= d;
+    total += n;
+  }
+  return total;
+}
+
+int64_t ResolveParallelism(int64_t value, const Runtime& rt) {
+  return value == kAutotune ? std::max<int64_t>(1, rt.cpu_budget()) : std::max<int64_t>(1, value);
+}
+
+AsyncBufferIterator::AsyncBufferIterator(DatasetPtr node, std::string prefix,
+                                         std::unique_ptr<const UnitProcessor> processor,
+                                         AsyncBufferOptions options)
+    : IteratorBase(std::move(node), std::move(prefix)),
+      processor_(std::move(processor)),
+      options_(options) {}
+
+AsyncBufferIterator::~AsyncBufferIterator() {
+  Cancel();
+  if (runner_.joinable()) runner_.join();
+  std::unique_lock<std::mutex> l(mu_);
+  idle_cv_.wait(l, [this] { return running_tasks_ == 0; });
+  for (const auto& s : slots_) runtime_->memory().Release(s->reserved);
+  slots_.clear();
+}
+
+Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
+  runtime_ = ctx.runtime();
+  deterministic_ = runtime_->Deterministic(options_.deterministic);
+  set_parallelism(ResolveParallelism(options_.parallelism, *runtime_));
+  set_capacity(options_.capacity > 0 ? options_.capacity : processor_->Capacity(parallelism()));
+  estimate_ = processor_->StaticOutputBytes();
+  SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
+  return Status::OK();
+}
+
+void AsyncBufferIterator::set_parallelism(int64_t p) {
+  parallelism_.store(std::max<int64_t>(1, p), std::memory_order_relaxed);
+  stats().parallelism.store(parallelism(), std::memory_order_relaxed);
+  std::vector<Part> start;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    start = TakePartsToStart();
+  }
+  Schedule(std::move(start));
+}
+
+void AsyncBufferIterator::set_capacity(int64_t c) {
+  capacity_.store(std::max<int64_t>(1, c), std::memory_order_relaxed);
+  stats().buffer_limit.store(capacity(), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> l(mu_);
+  runner_cv_.notify_all();
+}
+
+void AsyncBufferIterator::Cancel() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    cancelled_ = true;
+    pending_.clear();
+  }
+  runner_cv_.notify_all();
+  consumer_cv_.notify_all();
+  idle_cv_.notify_all();
+  IteratorBase::Cancel();
+}
+
+void AsyncBufferIterator::RunnerLoop() {
+  SetCurrentThreadName("sluice-" + node().op());
+  std::unique_lock<std::mutex> l(mu_);
+  while (true) {
+    runner_cv_.wait(l, [this] {
+      return cancelled_ || (!paused_ && static_cast<int64_t>(slots_.size()) < capacity());
+    });
+    if (cancelled_) break;
+    // Admission against the memory budget (rules in memory_budget.h). A unit reserves its
+    // estimate before it starts; before the first result tells the size, at most
+    // `parallelism` units start under a limited budget. When the budget is full, an empty
+    // buffer still fetches if the demand is urgent (UrgentLocked); that unit is charged on
+    // arrival.
+    int64_t reserve = 0;
+    MemoryBudget& budget = runtime_->memory();
+    const bool admitted =
+        estimate_ < 0 ? budget.limit() <= 0 || static_cast<int64_t>(slots_.size()) < parallelism()
+                      : budget.TryReserve(estimate_);
+    if (admitted) {
+      reserve = std::max<int64_t>(estimate_, 0);
+    } else if (!UrgentLocked()) {
+      runner_cv_.wait_for(l, kBudgetRetry);
+      continue;
+    }
+    auto slot = std::make_unique<Slot>();
+    slot->reserved = reserve;
+    fetching_ = true;
+    l.unlock();
+    // Pull one unit from the input. On an input error the rows pulled before it are
+    // dropped and the slot carries the error (as the sequential batch does).
+    const int64_t want = processor_->inputs_per_unit();
+    Status error;
+    bool end = false;
+    slot->unit.inputs.reserve(want);
+    {
+      FetchScope scope(reserve > 0, &starving_);
+      while (static_cast<int64_t>(slot->unit.inputs.size()) < want) {
+        Result<std::optional<Element>> r = input_->GetNext();
+        if (!r.ok()) {
+          error = r.status();
+          slot->unit.inputs.clear();
+          break;
+        }
+        if (!*r) {
+          end = true;
+          break;
+        }
+        slot->unit.inputs.push_back(std::move(**r));
+      }
+      slot->reserved += scope.TakeTransferred();
+    }
+    l.lock();
+    fetching_ = false;
+    idle_cv_.notify_all();
+    const int64_t n = static_cast<int64_t>(slot->unit.inputs.size());
+    if (end && (n == 0 || processor_->drop_partial_unit())) {
+      runtime_->memory().Release(slot->reserved);
+      input_end_ = true;
+      consumer_cv_.notify_all();
+      break;
+    }
+    if (end) input_end_ = true;
+    slot->unit.first_position = next_position_;
+    next_position_ += n;
+    Slot* s = slot.get();
+    slots_.push_back(std::move(slot));
+    int parts = error.ok() ? processor_->NumParts(s->unit, parallelism()) : 0;
+    if (!error.ok()) {
+      CompleteLocked(s, error);
+    } else if (parts == 0) {
+      // Inline (prefetch): finish on this thread, outside the lock.
+      l.unlock();
+      Result<std::optional<Element>> out = processor_->Finish(&s->unit);
+      l.lock();
+      CompleteLocked(s, std::move(out));
+    } else {
+      s->parts = s->parts_left = parts;
+      for (int i = 0; i < parts; ++i) pending_.push_back(Part{s, i});
+      std::vector<Part> start = TakePartsToStart();
+      l.unlock();
+      Schedule(std::move(start));
+      l.lock();
+    }
+    PublishGaugesLocked();
+    if (input_end_) break;
+  }
+}
+
+bool AsyncBufferIterator::UrgentLocked() const {
+  if (!slots_.empty()) return false;  // what is in flight will serve the consumer
+  if (waiting_unreserved_ > 0) return true;
+  return std::any_of(reserved_waiters_.begin(), reserved_waiters_.end(),
+                     [](const std::atomic<bool>* f) { return f->load(std::memory_order_relaxed); });
+}
+
+std::vector<AsyncBufferIterator::Part> AsyncBufferIterator::TakePartsToStart() {
+  std::vector<Part> start;
+  while (!cancelled_ && !pending_.empty() && running_parts_ < parallelism()) {
+    start.push_back(pending_.front());
+    pending_.pop_front();
+    ++running_parts_;
+    ++running_tasks_;
+  }
+  return start;
+}
+
+void AsyncBufferIterator::Schedule(std::vector<Part> parts) {
+  for (Part p : parts) runtime_->executor().Schedule([this, p] { RunPart(p); });
+}
+
+void AsyncBufferIterator::RunPart(Part p) {
+  Status st;
+  {
+    TaskTimer timer(&stats());
+    st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+  }
+  std::unique_lock<std::mutex> l(mu_);
+  if (!st.ok() && p.slot->unit.status.ok()) p.slot->unit.status = st;
+  --running_parts_;
+  const bool last = --p.slot->parts_left == 0;
+  std::vector<Part> start = TakePartsToStart();
+  if (last) {
+    l.unlock();
+    Result<std::optional<Element>> out{std::nullopt};
+    if (p.slot->unit.status.ok()) {
+      TaskTimer timer(&stats());
+      out = processor_->Finish(&p.slot->unit);
+    } else {
+      out = p.slot->unit.status;
+    }
+    l.lock();
+    CompleteLocked(p.slot, std::move(out));
+    PublishGaugesLocked();
+  }
+  l.unlock();
+  Schedule(std::move(start));
+  l.lock();
+  // Last touch of `this`: the destructor waits for running_tasks_ == 0 under mu_.
+  --running_tasks_;
+  idle_cv_.notify_all();
+}
+
+void AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>> result) {
+  s->result = std::move(result);
+  s->done = true;
+  starving_.store(false, std::memory_order_relaxed);  // something is ready now
+  s->unit.inputs.clear();
+  s->unit.output = Element();
+  const int64_t bytes =
+      s->result.ok() && s->result->has_value() ? ElementBytes(**s->result) : 0;
+  if (bytes > s->reserved) {
+    runtime_->memory().ForceReserve(bytes - s->reserved);
+  } else {
+    runtime_->memory().Release(s->reserved - bytes);
+  }
+  s->reserved = bytes;
+  if (s->result.ok() && s->result->has_value() && bytes > estimate_) {
+    estimate_ = bytes;
+    runner_cv_.notify_all();  // it may be waiting for the first size
+  }
+  consumer_cv_.notify_all();
+  idle_cv_.notify_all();
+}
+
+std::unique_ptr<AsyncBufferIterator::Slot> AsyncBufferIterator::TakeReadyLocked() {
+  auto it = slots_.begin();
+  if (deterministic_) {
+    if (it == slots_.end() || !(*it)->done) return nullptr;
+  } else {
+    it = std::find_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->done; });
+    if (it == slots_.end()) return nullptr;
+  }
+  std::unique_ptr<Slot> s = std::move(*it);
+  slots_.erase(it);
+  // Handing the element to a buffer's fetch moves its charge along; otherwise it leaves
+  // the budget here.
+  if (tls_fetch != nullptr) {
+    tls_fetch->AddTransferred(s->reserved);
+  } else {
+    runtime_->memory().Release(s->reserved);
+  }
+  s->reserved = 0;
+  runner_cv_.notify_all();
+  return s;
+}
+
+void AsyncBufferIterator::PublishGaugesLocked() {
+  int64_t bytes = 0, ready = 0;
+  for (const auto& s : slots_) {
+    bytes += s->reserved;
+    ready += s->done ? 1 : 0;
+  }
+  stats().buffered_bytes.store(bytes, std::memory_order_relaxed);
+  stats().buffered_elements.store(ready, std::memory_order_relaxed);
+}
+
+Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!runner_started_ && !cancelled_) {
+    runner_started_ = true;
+    if (!input_end_) runner_ = std::thread([this] { RunnerLoop(); });
+  }
+  while (true) {
+    if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
+    std::unique_ptr<Slot> s = TakeReadyLocked();
+    if (s != nullptr) {
+      PublishGaugesLocked();
+      if (s->result.ok() && !s->result->has_value()) continue;  // dropped (filter)
+      return std::move(s->result);
+    }
+    if (input_end_ && slots_.empty()) return std::nullopt;
+    // Wait, telling the runner who waits (see UrgentLocked).
+    const std::atomic<bool>* waiter =
+        tls_fetch != nullptr && tls_fetch->reserved() ? tls_fetch->starving() : nullptr;
+    if (waiter != nullptr) {
+      reserved_waiters_.push_back(waiter);
+    } else {
+      ++waiting_unreserved_;
+    }
+    starving_.store(true, std::memory_order_relaxed);
+    runner_cv_.notify_all();
+    consumer_cv_.wait(l);
+    starving_.store(false, std::memory_order_relaxed);
+    if (waiter != nullptr) {
+      reserved_waiters_.erase(
+          std::find(reserved_waiters_.begin(), reserved_waiters_.end(), waiter));
+    } else {
+      --waiting_unreserved_;
+    }
+  }
+}
+
+bool AsyncBufferIterator::QuiescentLocked() const {
+  if (fetching_ || running_tasks_ > 0 || !pending_.empty()) return false;
+  return std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->done; });
+}
+
+Status AsyncBufferIterator::SaveInternal(CheckpointWriter* w) const {
+  std::unique_lock<std::mutex> l(mu_);
+  paused_ = true;
+  idle_cv_.wait(l, [this] { return cancelled_ || QuiescentLocked(); });
+  struct Unpause {
+    const AsyncBufferIterator* self;
+    ~Unpause() {
+      self->paused_ = false;
+      self->runner_cv_.notify_all();
+    }
+  } unpause{this};
+  if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
+  w->WriteInt(prefix(), "input_end", input_end_ ? 1 : 0);
+  w->WriteInt(prefix(), "next_position", next_position_);
+  w->WriteInt(prefix(), "num_slots", static_cast<int64_t>(slots_.size()));
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const std::string key = "slot" + std::to_string(i);
+    const Result<std::optional<Element>>& r = slots_[i]->result;
+    if (!r.ok()) {
+      w->WriteInt(prefix(), key + ".code", static_cast<int64_t>(r.status().code()));
+      w->WriteString(prefix(), key + ".message", r.status().message());
+    } else if (!r->has_value()) {
+      w->WriteInt(prefix(), key + ".code", -1);  // dropped
+    } else {
+      w->WriteInt(prefix(), key + ".code", 0);
+      w->WriteElement(prefix(), key + ".element", **r);
+    }
+  }
+  // The runner is paused and not inside the input: the input is quiescent.
+  return input_->Save(w);
+}
+
+Status AsyncBufferIterator::RestoreInternal(const CheckpointReader& r) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (runner_started_) {
+    return FailedPreconditionError(node().op() + ": Restore after GetNext");
+  }
+  SLUICE_ASSIGN_OR_RETURN(int64_t end, r.ReadInt(prefix(), "input_end"));
+  SLUICE_ASSIGN_OR_RETURN(int64_t next_position, r.ReadInt(prefix(), "next_position"));
+  SLUICE_ASSIGN_OR_RETURN(int64_t n, r.ReadInt(prefix(), "num_slots"));
+  if (n < 0 || n > kMaxCheckpointSlots || next_position < 0) {
+    return DataLossError(node().op() + ": inconsistent checkpoint (num_slots " +
+                         std::to_string(n) + ", next_position " +
+                         std::to_string(next_position) + ")");
+  }
+  std::deque<std::unique_ptr<Slot>> slots;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string key = "slot" + std::to_string(i);
+    SLUICE_ASSIGN_OR_RETURN(int64_t code, r.ReadInt(prefix(), key + ".code"));
+    auto s = std::make_unique<Slot>();
+    s->done = true;
+    if (code == -1) {
+      s->result = std::optional<Element>();
+    } else if (code == 0) {
+      SLUICE_ASSIGN_OR_RETURN(Element e, r.ReadElement(prefix(), key + ".element"));
+      s->reserved = ElementBytes(e);
+      s->result = std::optional<Element>(std::move(e));
+    } else if (code > 0 && code <= static_cast<int64_t>(StatusCode::kUnauthenticated)) {
+      SLUICE_ASSIGN_OR_RETURN(std::string msg, r.ReadString(prefix(), key + ".message"));
+      s->result = Status(static_cast<StatusCode>(code), std::move(msg));
+    } else {
+      return DataLossError(node().op() + ": checkpoint slot " + std::to_string(i) +
+                           " has an invalid status code " + std::to_string(code));
+    }
+    slots.push_back(std::move(s));
+  }
+  SLUICE_RETURN_IF_ERROR(input_->Restore(r));
+  for (const auto& s : slots_) runtime_->memory().Release(s->reserved);
+  slots_ = std::move(slots);
+  for (const auto& s : slots_) {
+    runtime_->memory().ForceReserve(s->reserved);
+    if (s->reserved > 0) estimate_ = std::max(estimate_, s->reserved);
+  }
+  input_end_ = end != 0;
+  next_position_ = next_position;
+  PublishGaugesLocked();
+  return Status::OK();
+}
+
+}  // namespace sluice

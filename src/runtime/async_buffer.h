@@ -1,0 +1,229 @@
+// AsyncBufferIterator: the one mechanism behind the buffered parallel operators (prefetch,
+// parallel map and filter, parallel batch, map_and_batch).
+//
+// Shape. A runner thread (one per iterator, started by the first GetNext) pulls *units*
+// from the input: one element, or batch_size elements for batching ops. Each unit gets a
+// slot in an ordered buffer and is split into parts that run on the pipeline's pool
+// (Executor), at most `parallelism` parts at once for this operator. When a unit's parts
+// are done its result (an element, an error, or nothing for a dropped unit) is ready.
+// GetNext takes the oldest slot when deterministic, or any ready slot otherwise.
+//
+//   input --runner--> [slot slot slot ...] --GetNext--> consumer
+//                        |    |    |
+//                       pool tasks (UnitProcessor::ProcessPart)
+//
+// Bounds. The buffer holds at most `capacity` slots (in flight + ready), so memory is
+// bounded however slow one element is: in non-deterministic mode a slow element occupies
+// one slot while the others flow past it (the reorder window is the capacity). Before
+// fetching a unit the runner reserves its estimated bytes in the pipeline's MemoryBudget
+// and waits while the budget is full (see memory_budget.h for the exact guarantee).
+//
+// Tunables. parallelism and capacity are atomics (kAutotune starts at the CPU budget);
+// the runner and dispatcher read them on every decision, so a new value takes effect at
+// once. Their values are published in NodeStats (parallelism, buffer_limit).
+//
+// Checkpoints. Save pauses the runner, waits for in-flight parts to finish, then writes
+// every buffered result (elements, errors, dropped markers) and the input's state; the
+// checkpoint grows with the buffer (capacity x element size). Restore (before the first
+// GetNext) refills the buffer from it. So a restored iterator yields exactly what the saved
+// one would have, in deterministic mode; in non-deterministic mode it yields the same
+// multiset.
+//
+// Cancellation. Cancel (and the destructor) wakes every wait; GetNext then returns
+// Cancelled; the destructor joins the runner and waits for running parts (a part is never
+// interrupted). The pool never blocks on the pipeline: only the runner calls the input.
+//
+// Thread-safety: GetNext/Save/Restore from one thread at a time (IteratorBase contract);
+// Cancel and stats from any thread. Internal state is GUARDED_BY(mu_).
+#ifndef SLUICE_RUNTIME_ASYNC_BUFFER_H_
+#define SLUICE_RUNTIME_ASYNC_BUFFER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
+
+namespace sluice {
+
+// A unit of work: the input elements the runner pulled for one output.
+struct WorkUnit {
+  std::vector<Element> inputs;
+  int64_t first_position = 0;  // input position of inputs[0] (for FunctionContext)
+  // Output under construction (batching ops allocate it from the first finished row).
+  Element output;
+  std::mutex mu;  // guards output allocation and `status` among concurrent parts
+  Status status;  // the first error of any part
+};
+
+// What an operator does to each unit. Implementations are immutable after construction
+// (ProcessPart runs concurrently on the pool).
+class UnitProcessor {
+ public:
+  virtual ~UnitProcessor() = default;
+  // Input elements per unit (1, or batch_size for batching ops).
+  virtual int64_t inputs_per_unit() const { return 1; }
+  // Whether a last unit with fewer inputs is dropped (drop_remainder).
+  virtual bool drop_partial_unit() const { return false; }
+  // Buffer capacity (slots) for a parallelism.
+  virtual int64_t Capacity(int64_t parallelism) const { return 2 * parallelism; }
+  // Parts to split a unit into, run concurrently; 0 runs nothing on the pool (prefetch:
+  // Finish is called on the runner).
+  virtual int NumParts(const WorkUnit& u, int64_t parallelism) const { return 1; }
+  // Part `part` of `num_parts`, on a pool thread. An error fails the unit.
+  virtual Status ProcessPart(WorkUnit* u, int part, int num_parts) const = 0;
+  // After all parts succeeded: the unit's output, or nullopt to drop it (filter).
+  virtual Result<std::optional<Element>> Finish(WorkUnit* u) const = 0;
+  // The exact bytes of every output when known statically (fully shaped numeric spec),
+  // else -1.
+  virtual int64_t StaticOutputBytes() const { return -1; }
+};
+
+struct AsyncBufferOptions {
+  int64_t parallelism = 1;  // or kAutotune
+  int64_t capacity = 0;     // slots; 0 or kAutotune: processor->Capacity(parallelism)
+  int64_t deterministic = -1;  // -1: the runtime's default, 0, 1
+};
+
+class AsyncBufferIterator final : public IteratorBase {
+ public:
+  AsyncBufferIterator(DatasetPtr node, std::string prefix,
+                      std::unique_ptr<const UnitProcessor> processor,
+                      AsyncBufferOptions options);
+  ~AsyncBufferIterator() override;
+
+  Status Initialize(const IteratorContext& ctx) override;
+  void Cancel() override;
+  bool async() const override { return true; }
+
+  // Tunables (thread-safe; take effect at once).
+  void set_parallelism(int64_t p);
+  void set_capacity(int64_t c);
+  int64_t parallelism() const { return parallelism_.load(std::memory_order_relaxed); }
+  int64_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override;
+  Status SaveInternal(CheckpointWriter* w) const override;
+  Status RestoreInternal(const CheckpointReader& r) override;
+
+ private:
+  struct Slot {
+    WorkUnit unit;
+    int parts = 0;       // parts the unit was split into
+    int parts_left = 0;  // not yet finished
+    bool done = false;
+    Result<std::optional<Element>> result{std::nullopt};
+    int64_t reserved = 0;  // bytes reserved in the budget for this slot
+  };
+  struct Part {
+    Slot* slot;
+    int index;
+  };
+
+  void RunnerLoop();
+  // Takes parts to start while under the parallelism limit (mu_ held); the caller
+  // schedules them after unlocking.
+  std::vector<Part> TakePartsToStart();
+  void Schedule(std::vector<Part> parts);
+  void RunPart(Part p);
+  // Marks a slot done with its result and settles its reservation (mu_ held).
+  void CompleteLocked(Slot* s, Result<std::optional<Element>> result);
+  // Takes a ready slot (deterministic: only the oldest), or null (mu_ held).
+  std::unique_ptr<Slot> TakeReadyLocked();
+  bool QuiescentLocked() const;
+  // Whether the buffer must fetch even with the budget full: it is empty and its consumer
+  // cannot progress otherwise (a user or unreserved runner waits, or a waiting runner's own
+  // buffer is starving). Deadlock-freedom rests on this (memory_budget.h).
+  bool UrgentLocked() const;
+  void PublishGaugesLocked();
+
+  std::unique_ptr<const UnitProcessor> processor_;
+  const AsyncBufferOptions options_;
+  bool deterministic_ = true;
+  IteratorPtr input_;
+  Runtime* runtime_ = nullptr;
+  std::atomic<int64_t> parallelism_{1};
+  std::atomic<int64_t> capacity_{2};
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable runner_cv_;    // room in the buffer, unpaused, cancelled
+  std::condition_variable consumer_cv_;  // a slot became ready, end, cancelled
+  mutable std::condition_variable idle_cv_;  // fetch finished, a part finished
+  std::deque<std::unique_ptr<Slot>> slots_;  // GUARDED_BY(mu_)
+  std::deque<Part> pending_;                 // GUARDED_BY(mu_)
+  int64_t running_tasks_ = 0;                // GUARDED_BY(mu_), scheduled, not yet returned
+  int64_t running_parts_ = 0;                // GUARDED_BY(mu_), counted against parallelism
+  // Consumers blocked in GetNext: those holding no budget (users, runners fetching an
+  // unreserved unit), and runners that reserved, by their buffers' starving flags.
+  int waiting_unreserved_ = 0;                                  // GUARDED_BY(mu_)
+  std::vector<const std::atomic<bool>*> reserved_waiters_;     // GUARDED_BY(mu_)
+  // True while a consumer waits here with nothing ready (read by upstream buffers).
+  std::atomic<bool> starving_{false};
+  bool fetching_ = false;                    // GUARDED_BY(mu_), runner inside input GetNext
+  mutable bool paused_ = false;              // GUARDED_BY(mu_), Save in progress
+  bool cancelled_ = false;                   // GUARDED_BY(mu_)
+  bool input_end_ = false;                   // GUARDED_BY(mu_)
+  bool runner_started_ = false;              // GUARDED_BY(mu_)
+  int64_t next_position_ = 0;                // GUARDED_BY(mu_), input elements fetched
+  int64_t estimate_ = -1;                    // GUARDED_BY(mu_), bytes per output; -1 unknown
+  std::thread runner_;
+};
+
+// FetchScope: marks the current thread as fetching one unit for a buffer, for the memory
+// budget's protocol (memory_budget.h). Every thread that pulls from an input on behalf of a
+// buffer (AsyncBufferIterator's runner, parallel interleave's workers) holds one around
+// the pull:
+//  * `reserved`: whether budget was reserved for the unit. Upstream buffers treat a waiting
+//    unreserved fetch, or a reserved one whose `starving` flag is set (its buffer's
+//    consumer waits with nothing ready), as urgent demand.
+//  * An upstream buffer handing an element to the fetch moves the element's charge into
+//    the scope instead of releasing it (AddTransferred); the fetching buffer adds
+//    TakeTransferred() to its unit's reservation, so a transfer is counted exactly once.
+// Scopes nest (a runner's input may itself run a fetch on the same thread only through
+// synchronous ops, which share the scope).
+class FetchScope {
+ public:
+  FetchScope(bool reserved, const std::atomic<bool>* starving);
+  ~FetchScope();
+  FetchScope(const FetchScope&) = delete;
+  FetchScope& operator=(const FetchScope&) = delete;
+
+  // The scope of the calling thread, or null.
+  static FetchScope* Current();
+  bool reserved() const { return reserved_; }
+  const std::atomic<bool>* starving() const { return starving_; }
+  void AddTransferred(int64_t bytes) { transferred_ += bytes; }
+  int64_t TakeTransferred() {
+    const int64_t t = transferred_;
+    transferred_ = 0;
+    return t;
+  }
+
+ private:
+  const bool reserved_;
+  const std::atomic<bool>* const starving_;
+  FetchScope* const outer_;
+  int64_t transferred_ = 0;
+};
+
+// The values of the attributes every parallel op shares.
+struct ParallelAttrs {
+  int64_t num_parallel_calls = kAutotune;
+  int64_t deterministic = -1;  // -1 unset, 0, 1
+};
+// Reads "num_parallel_calls" (> 0 or kAutotune) and "deterministic" (-1, 0, 1) for `op`.
+Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& attrs);
+// The exact bytes of every element of `spec` when it is fully shaped and numeric, else -1.
+int64_t StaticElementBytes(const ElementSpec& spec);
+// Resolves a parallelism attribute for a runtime: kAutotune starts at the CPU budget.
+int64_t ResolveParallelism(int64_t value, const Runtime& rt);
+
+}  // namespace sluice
+
+#endif  // SLUICE_RUNTIME_ASYNC_BUFFER_H_

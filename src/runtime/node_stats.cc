@@ -1,0 +1,77 @@
+#include "runtime/node_stats.h"
+
+#include <algorithm>
+
+#include "sluice/element.h"
+
+namespace sluice {
+
+int64_t ElementBytes(const Element& e) {
+  int64_t n = 0;
+  for (const Tensor& t : e.tensors()) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+void NodeStats::RecordSample(int64_t cpu_ns, int64_t wall_ns, const Element* produced) {
+  const int32_t p = period.load(std::memory_order_relaxed);
+  Add(counted_calls, p);
+  Add(sampled_calls, 1);
+  Add(sampled_cpu_ns, cpu_ns);
+  Add(sampled_wall_ns, wall_ns);
+  if (produced != nullptr) {
+    Add(sampled_elements, 1);
+    Add(sampled_bytes, ElementBytes(*produced));
+  }
+  // Next period: timing should cost about kTargetOverhead of this node's time.
+  const int64_t n = sampled_calls.load(std::memory_order_relaxed);
+  const double mean_wall =
+      std::max<double>(1.0, static_cast<double>(sampled_wall_ns.load(std::memory_order_relaxed)) /
+                                static_cast<double>(n));
+  double target = static_cast<double>(kSampleCostNs) / (kTargetOverhead * mean_wall);
+  // The first few calls are always timed so estimates exist early.
+  if (n < 4) target = 1;
+  target = std::clamp(target, 1.0, static_cast<double>(kMaxPeriod));
+  jitter_state = jitter_state * 1664525u + 1013904223u;
+  const double jitter = 0.5 + static_cast<double>(jitter_state >> 8) / static_cast<double>(1u << 24);
+  const int32_t next = std::max<int32_t>(1, static_cast<int32_t>(target * jitter));
+  period.store(next, std::memory_order_relaxed);
+  countdown.store(next, std::memory_order_relaxed);
+}
+
+int64_t NodeStats::EstimatedCalls() const {
+  const int64_t partial = period.load(std::memory_order_relaxed) -
+                          countdown.load(std::memory_order_relaxed);
+  return counted_calls.load(std::memory_order_relaxed) + std::max<int64_t>(partial, 0);
+}
+
+namespace {
+int64_t Scale(int64_t sampled_sum, int64_t samples, int64_t total) {
+  if (samples <= 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(sampled_sum) / static_cast<double>(samples) *
+                              static_cast<double>(total));
+}
+}  // namespace
+
+int64_t NodeStats::EstimatedInclusiveCpuNs() const {
+  return Scale(sampled_cpu_ns.load(std::memory_order_relaxed),
+               sampled_calls.load(std::memory_order_relaxed), EstimatedCalls());
+}
+
+int64_t NodeStats::EstimatedWallNs() const {
+  return Scale(sampled_wall_ns.load(std::memory_order_relaxed),
+               sampled_calls.load(std::memory_order_relaxed), EstimatedCalls());
+}
+
+int64_t NodeStats::EstimatedBytesProduced() const {
+  return Scale(sampled_bytes.load(std::memory_order_relaxed),
+               sampled_elements.load(std::memory_order_relaxed),
+               elements_produced.load(std::memory_order_relaxed));
+}
+
+int64_t NodeStats::EstimatedTaskCpuNs() const {
+  return Scale(task_sampled_cpu_ns.load(std::memory_order_relaxed),
+               task_sampled.load(std::memory_order_relaxed),
+               task_calls.load(std::memory_order_relaxed));
+}
+
+}  // namespace sluice

@@ -1,0 +1,133 @@
+// NodeStats: the always-on statistics of one live iterator (the stats plane).
+//
+// Autotune, Plumber, the profiler, the CLI and the service metrics all read these counters
+// through Iterator::Snapshot(); none keeps a private copy.
+//
+// Cost model. Counting is a relaxed load+store by the one thread driving the iterator.
+// Timing uses clock_gettime(CLOCK_THREAD_CPUTIME_ID), a ~250 ns system call, so it is
+// sampled: GetNext is timed once every `period` calls, where the period adapts so that
+// timing costs about kTargetOverhead of the node's own time (every call of a 10 us batch,
+// one in thousands of a 40 ns map), with random jitter against aliasing with periodic
+// workloads. Totals are estimated as mean-per-sampled-call x calls. Element sizes are
+// measured on the same samples (bytes produced = mean bytes x elements).
+//
+// Exclusive CPU. A sample measures GetNext inclusively. The snapshot subtracts the
+// estimated inclusive CPU of the children that this iterator calls synchronously (all of
+// them, unless it is asynchronous: prefetch, parallel map... call their inputs on their
+// own threads), and adds the CPU of work it ran on the pool (RecordTask). Children that
+// died (interleave's finished inputs) leave their totals with the parent.
+//
+// Thread-safety: the GetNext-side members are written by the driving thread only and read
+// by anyone; task, gauge and dead-children members are written by any thread.
+#ifndef SLUICE_RUNTIME_NODE_STATS_H_
+#define SLUICE_RUNTIME_NODE_STATS_H_
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace sluice {
+
+class Element;
+
+inline int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+inline int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+// Bytes held by an element's tensors (string tensors: their strings' bytes).
+int64_t ElementBytes(const Element& e);
+
+struct NodeStats {
+  // Fraction of a node's time that timing may cost, and the cost of one timed call.
+  static constexpr double kTargetOverhead = 0.005;
+  static constexpr int64_t kSampleCostNs = 600;
+  static constexpr int32_t kMaxPeriod = 8192;
+
+  // ---- GetNext side (driving thread writes) ----
+  std::atomic<int64_t> elements_produced{0};
+  std::atomic<int64_t> elements_skipped{0};
+  std::atomic<int32_t> countdown{1};  // calls until the next timed one
+  std::atomic<int32_t> period{1};     // the period countdown started from
+  std::atomic<int64_t> counted_calls{0};  // calls in completed periods
+  std::atomic<int64_t> sampled_calls{0};
+  std::atomic<int64_t> sampled_cpu_ns{0};
+  std::atomic<int64_t> sampled_wall_ns{0};
+  std::atomic<int64_t> sampled_elements{0};
+  std::atomic<int64_t> sampled_bytes{0};
+  uint32_t jitter_state = 0x9e3779b9u;
+
+  // ---- Pool tasks (any thread) ----
+  std::atomic<int64_t> task_calls{0};
+  std::atomic<int64_t> task_sampled{0};
+  std::atomic<int64_t> task_sampled_cpu_ns{0};
+
+  // ---- Gauges set by buffering operators and sources (any thread) ----
+  std::atomic<int64_t> buffered_bytes{0};
+  std::atomic<int64_t> buffered_elements{0};
+  std::atomic<int64_t> buffer_limit{0};  // elements (slots) the buffer may hold; 0: none
+  std::atomic<int64_t> parallelism{0};   // concurrent calls in use; 0: sequential op
+  std::atomic<int64_t> file_bytes_read{0};
+
+  // ---- Totals left by dead children ----
+  std::atomic<int64_t> dead_children_produced{0};
+  std::atomic<int64_t> dead_children_bytes{0};
+  std::atomic<int64_t> dead_children_cpu_ns{0};
+
+  void CountProduced() { Add(elements_produced, 1); }
+  // Single-writer increment (no locked read-modify-write).
+  static void Add(std::atomic<int64_t>& c, int64_t v) {
+    c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  }
+
+  // Decrements the countdown; true when this call is to be timed.
+  bool ShouldSample() {
+    const int32_t c = countdown.load(std::memory_order_relaxed) - 1;
+    countdown.store(c, std::memory_order_relaxed);
+    return c <= 0;
+  }
+  // Records a timed GetNext and starts the next period.
+  void RecordSample(int64_t cpu_ns, int64_t wall_ns, const Element* produced);
+
+  // Whether a pool task should be timed (every task_period-th, thread-safe).
+  bool ShouldSampleTask() {
+    return task_calls.fetch_add(1, std::memory_order_relaxed) % kTaskPeriod == 0;
+  }
+  void RecordTask(int64_t cpu_ns) {
+    task_sampled.fetch_add(1, std::memory_order_relaxed);
+    task_sampled_cpu_ns.fetch_add(cpu_ns, std::memory_order_relaxed);
+  }
+  static constexpr int64_t kTaskPeriod = 4;
+
+  // ---- Estimates ----
+  int64_t EstimatedCalls() const;
+  int64_t EstimatedInclusiveCpuNs() const;
+  int64_t EstimatedWallNs() const;
+  int64_t EstimatedBytesProduced() const;
+  int64_t EstimatedTaskCpuNs() const;
+};
+
+// Times a unit of pool work for a node (sampled): construct at the start of the task.
+class TaskTimer {
+ public:
+  explicit TaskTimer(NodeStats* s) : stats_(s), start_(s->ShouldSampleTask() ? ThreadCpuNs() : -1) {}
+  ~TaskTimer() {
+    if (start_ >= 0) stats_->RecordTask(ThreadCpuNs() - start_);
+  }
+  TaskTimer(const TaskTimer&) = delete;
+  TaskTimer& operator=(const TaskTimer&) = delete;
+
+ private:
+  NodeStats* stats_;
+  int64_t start_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_RUNTIME_NODE_STATS_H_

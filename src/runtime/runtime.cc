@@ -1,0 +1,61 @@
+#include "runtime/runtime.h"
+
+#include "runtime/node_stats.h"
+#include "runtime/resources.h"
+
+namespace sluice {
+namespace {
+
+// Reading /proc and cgroup files costs tens of microseconds; pipelines are made often (every
+// epoch of a for loop), so the figures are refreshed at most once a second.
+void Resources(int* cores, int64_t* memory) {
+  static std::mutex mu;
+  static int64_t read_at = -1;
+  static int cached_cores = 1;
+  static int64_t cached_memory = 0;
+  std::lock_guard<std::mutex> l(mu);
+  const int64_t now = MonotonicNs();
+  if (read_at < 0 || now - read_at > 1000000000) {
+    cached_cores = AvailableCores();
+    cached_memory = AvailableMemory();
+    read_at = now;
+  }
+  *cores = cached_cores;
+  *memory = cached_memory;
+}
+
+RuntimeOptions Resolve(RuntimeOptions o) {
+  int cores = 1;
+  int64_t memory = 0;
+  Resources(&cores, &memory);
+  if (o.cpu_budget <= 0) o.cpu_budget = cores;
+  if (o.ram_budget == 0) o.ram_budget = memory / 2;
+  if (o.ram_budget < 0) o.ram_budget = 0;  // MemoryBudget: <= 0 is unlimited
+  return o;
+}
+
+}  // namespace
+
+Runtime::Runtime(const RuntimeOptions& options)
+    : options_(Resolve(options)), memory_(options_.ram_budget) {}
+
+Executor& Runtime::executor() {
+  std::call_once(executor_once_, [this] {
+    if (options_.inline_execution) {
+      executor_ = std::make_unique<InlineExecutor>();
+    } else {
+      executor_ =
+          std::make_unique<ThreadPool>(static_cast<int>(options_.cpu_budget), "sluice-pool");
+    }
+  });
+  return *executor_;
+}
+
+Runtime::~Runtime() = default;
+
+Runtime* Runtime::Default() {
+  static Runtime* rt = new Runtime(RuntimeOptions{});  // never destroyed: outlives iterators
+  return rt;
+}
+
+}  // namespace sluice

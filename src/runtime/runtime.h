@@ -1,0 +1,51 @@
+// Runtime: what one pipeline (one top-level Iterator) shares: its thread pool, its memory
+// budget and its resolved options. Made by Dataset::MakeIterator from RuntimeOptions and
+// reached by every iterator of the tree through IteratorContext::runtime().
+//
+// Thread-safety: thread-safe (options are immutable; the executor is made once; the budget
+// is atomic).
+#ifndef SLUICE_RUNTIME_RUNTIME_H_
+#define SLUICE_RUNTIME_RUNTIME_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "runtime/executor.h"
+#include "runtime/memory_budget.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+
+class Runtime {
+ public:
+  // Resolves defaults (cpu_budget 0: AvailableCores(); ram_budget 0: half of
+  // AvailableMemory(), -1: unlimited) and starts the pool.
+  explicit Runtime(const RuntimeOptions& options);
+  ~Runtime();
+
+  // The options with defaults resolved.
+  const RuntimeOptions& options() const { return options_; }
+  // Started on first use, so pipelines without parallel operators create no threads.
+  Executor& executor();
+  MemoryBudget& memory() { return memory_; }
+  int64_t cpu_budget() const { return options_.cpu_budget; }
+  bool deterministic_default() const { return options_.deterministic; }
+  // The process-wide runtime used by iterators made without one (defaults).
+  static Runtime* Default();
+
+  // The value of a tri-state `deterministic` attribute (-1: unset, 0, 1).
+  bool Deterministic(int64_t attr) const {
+    return attr < 0 ? options_.deterministic : attr != 0;
+  }
+
+ private:
+  RuntimeOptions options_;
+  MemoryBudget memory_;
+  std::once_flag executor_once_;
+  std::unique_ptr<Executor> executor_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_RUNTIME_RUNTIME_H_
