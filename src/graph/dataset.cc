@@ -1,8 +1,9 @@
 // The fluent Dataset API: every method builds a node through the Registry.
 #include <sstream>
 
-#include <condition_variable>
-#include <mutex>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
@@ -344,13 +345,12 @@ Result<std::vector<Element>> Dataset::Collect() const {
 // ---- Iterator ----
 
 // Calls in progress on an Iterator, so that destroying it from another thread waits for a
-// GetNext there to return (after Cancel has woken it).
+// GetNext there to return (after Cancel has woken it). Two uncontended atomic operations
+// per call; the destructor polls (it only waits when another thread is inside a call, and
+// a caller must not touch the counter after its decrement, so no notification is sent).
 struct IteratorCalls {
-  std::mutex mu;
-  std::condition_variable cv;
-  int active = 0;  // GUARDED_BY(mu)
+  std::atomic<int64_t> active{0};
 };
-
 namespace {
 constexpr std::string_view kRootPrefix = "Root";
 IteratorContext RootContext(int64_t instance, Runtime* rt) {
@@ -362,14 +362,8 @@ IteratorContext RootContext(int64_t instance, Runtime* rt) {
 
 class ActiveCall {
  public:
-  explicit ActiveCall(IteratorCalls* c) : c_(c) {
-    std::lock_guard<std::mutex> l(c_->mu);
-    ++c_->active;
-  }
-  ~ActiveCall() {
-    std::lock_guard<std::mutex> l(c_->mu);
-    if (--c_->active == 0) c_->cv.notify_all();
-  }
+  explicit ActiveCall(IteratorCalls* c) : c_(c) { c_->active.fetch_add(1, std::memory_order_acquire); }
+  ~ActiveCall() { c_->active.fetch_sub(1, std::memory_order_release); }
 
  private:
   IteratorCalls* c_;
@@ -403,8 +397,9 @@ Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<R
 Iterator::~Iterator() {
   root_->Cancel();
   {
-    std::unique_lock<std::mutex> l(calls_->mu);
-    calls_->cv.wait(l, [this] { return calls_->active == 0; });
+    while (calls_->active.load(std::memory_order_acquire) != 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   }
   root_.reset();  // joins the tree's threads before the runtime's pool goes
 }

@@ -146,6 +146,7 @@ void AsyncBufferIterator::RunnerLoop() {
     const int64_t want = processor_->inputs_per_unit();
     Status error;
     bool end = false;
+    int64_t dropped = 0;  // rows pulled before an input error
     slot->unit.inputs.reserve(want);
     {
       FetchScope scope(reserve > 0, &starving_);
@@ -153,6 +154,7 @@ void AsyncBufferIterator::RunnerLoop() {
         Result<std::optional<Element>> r = input_->GetNext();
         if (!r.ok()) {
           error = r.status();
+          dropped = static_cast<int64_t>(slot->unit.inputs.size());
           slot->unit.inputs.clear();
           break;
         }
@@ -176,7 +178,8 @@ void AsyncBufferIterator::RunnerLoop() {
     }
     if (end) input_end_ = true;
     slot->unit.first_position = next_position_;
-    next_position_ += n;
+    // Dropped rows were consumed: they keep their input positions, as in map().batch().
+    next_position_ += n + dropped;
     Slot* s = slot.get();
     slots_.push_back(std::move(slot));
     int parts = error.ok() ? processor_->NumParts(s->unit, parallelism()) : 0;
@@ -224,13 +227,13 @@ void AsyncBufferIterator::Schedule(std::vector<Part> parts) {
 }
 
 void AsyncBufferIterator::RunPart(Part p) {
-  Status st;
-  {
-    TaskTimer timer(&stats());
-    st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+  std::optional<TaskTimer> timer(&stats());  // the part, and Finish after the last one
+  Status st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> g(p.slot->unit.mu);
+    if (p.slot->unit.status.ok()) p.slot->unit.status = st;
   }
   std::unique_lock<std::mutex> l(mu_);
-  if (!st.ok() && p.slot->unit.status.ok()) p.slot->unit.status = st;
   --running_parts_;
   const bool last = --p.slot->parts_left == 0;
   std::vector<Part> start = TakePartsToStart();
@@ -238,15 +241,16 @@ void AsyncBufferIterator::RunPart(Part p) {
     l.unlock();
     Result<std::optional<Element>> out{std::nullopt};
     if (p.slot->unit.status.ok()) {
-      TaskTimer timer(&stats());
       out = processor_->Finish(&p.slot->unit);
     } else {
       out = p.slot->unit.status;
     }
+    timer.reset();
     l.lock();
     CompleteLocked(p.slot, std::move(out));
     PublishGaugesLocked();
   }
+  timer.reset();
   l.unlock();
   Schedule(std::move(start));
   l.lock();

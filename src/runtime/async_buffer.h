@@ -59,6 +59,10 @@ struct WorkUnit {
   Element output;
   std::mutex mu;  // guards output allocation and `status` among concurrent parts
   Status status;  // the first error of any part
+  // For processors that set `status` themselves under `mu` and return OK from ProcessPart
+  // (batching ops: the lowest failed row wins, so the error does not depend on
+  // scheduling): the input row `status` came from; -1 when none. Guarded by mu.
+  int64_t status_row = -1;
 };
 
 // What an operator does to each unit. Implementations are immutable after construction

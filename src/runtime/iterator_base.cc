@@ -52,13 +52,7 @@ Result<std::optional<Element>> IteratorBase::GetNextTimed() {
   Result<std::optional<Element>> r = GetNextInternal();
   const int64_t wall1 = MonotonicNs();
   const int64_t cpu1 = ThreadCpuNs();
-  const Element* produced = r.ok() && r->has_value() ? &**r : nullptr;
-  stats_.RecordSample(cpu1 - cpu0, wall1 - wall0, produced);
-  if (r.ok()) {
-    if (produced != nullptr) stats_.CountProduced();
-  } else {
-    r = AddContext(r.status());
-  }
+  stats_.RecordSample(cpu1 - cpu0, wall1 - wall0, r.ok() && r->has_value() ? &**r : nullptr);
   return r;
 }
 

@@ -68,8 +68,10 @@ class IteratorBase {
   virtual Status Initialize(const IteratorContext& ctx) { return Status::OK(); }
 
   Result<std::optional<Element>> GetNext() {
-    if (stats_.ShouldSample()) [[unlikely]] return GetNextTimed();
-    Result<std::optional<Element>> r = GetNextInternal();
+    // One named return object (NRVO), initialized from either prvalue: a second return
+    // path would cost a Result move per call per operator, most of the per-element budget.
+    Result<std::optional<Element>> r =
+        stats_.ShouldSample() ? GetNextTimed() : GetNextInternal();
     if (r.ok()) [[likely]] {
       if (r->has_value()) stats_.CountProduced();
     } else {
@@ -121,6 +123,7 @@ class IteratorBase {
   Status AddContext(const Status& s) const;
 
  private:
+  // GetNextInternal, timed for the stats plane (a sampled call).
   Result<std::optional<Element>> GetNextTimed();
   friend class DatasetNode;
   void Link(IteratorBase* child) const;

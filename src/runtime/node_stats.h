@@ -95,9 +95,11 @@ struct NodeStats {
   // Records a timed GetNext and starts the next period.
   void RecordSample(int64_t cpu_ns, int64_t wall_ns, const Element* produced);
 
-  // Whether a pool task should be timed (every task_period-th, thread-safe).
+  // Whether a pool task should be timed: one in kTaskPeriod, picked by a hash of the task
+  // count so that alternating kinds of task are not aliased. Thread-safe.
   bool ShouldSampleTask() {
-    return task_calls.fetch_add(1, std::memory_order_relaxed) % kTaskPeriod == 0;
+    const uint64_t c = static_cast<uint64_t>(task_calls.fetch_add(1, std::memory_order_relaxed));
+    return ((c * 0x9E3779B97F4A7C15ull) >> 61) % kTaskPeriod == 0;
   }
   void RecordTask(int64_t cpu_ns) {
     task_sampled.fetch_add(1, std::memory_order_relaxed);

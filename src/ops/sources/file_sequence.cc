@@ -98,6 +98,9 @@ class FileSequenceIterator : public IteratorBase {
         SLUICE_RETURN_IF_ERROR(OpenCurrent());
       }
       auto got = reader_->ReadRecord(out);
+      stats().file_bytes_read.store(
+          closed_files_bytes_ + static_cast<int64_t>(reader_->BytesReadFromDisk()),
+          std::memory_order_relaxed);
       if (!got.ok()) {
         if (reader_->EndedByError()) NextFile();
         return got.status().WithContext(node().op());
@@ -119,6 +122,7 @@ class FileSequenceIterator : public IteratorBase {
   }
 
   void NextFile() {
+    closed_files_bytes_ += static_cast<int64_t>(reader_ ? reader_->BytesReadFromDisk() : 0);
     reader_.reset();
     ++index_;
   }
@@ -126,6 +130,7 @@ class FileSequenceIterator : public IteratorBase {
   const FileSequenceDataset* ds_;
   size_t index_ = 0;
   std::unique_ptr<RecordFileReader> reader_;  // the open file, null between files
+  int64_t closed_files_bytes_ = 0;  // bytes read from files already closed
 };
 
 }  // namespace

@@ -62,6 +62,9 @@ class RecordFileReader {
   virtual uint64_t Tell() const = 0;
   // Continues at `offset`, a Tell() of a reader of the same file.
   virtual Status SeekTo(uint64_t offset) = 0;
+  // Bytes fetched from the file so far (compressed bytes for compressed files), for the
+  // stats plane (NodeStats::file_bytes_read).
+  virtual uint64_t BytesReadFromDisk() const = 0;
 };
 
 // A RecordFileReader over an InputStream, for formats that read the stream directly.
@@ -72,6 +75,7 @@ class StreamRecordReader : public RecordFileReader {
 
   uint64_t Tell() const override { return stream_->Tell(); }
   Status SeekTo(uint64_t offset) override { return stream_->SeekTo(offset); }
+  uint64_t BytesReadFromDisk() const override { return stream_->bytes_read_from_disk(); }
 
  protected:
   InputStream& stream() const { return *stream_; }

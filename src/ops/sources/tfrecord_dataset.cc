@@ -26,6 +26,7 @@ class TFRecordFileReader : public RecordFileReader {
   bool EndedByError() const override { return reader_->done(); }
   uint64_t Tell() const override { return reader_->offset(); }
   Status SeekTo(uint64_t offset) override { return reader_->SeekTo(offset); }
+  uint64_t BytesReadFromDisk() const override { return reader_->bytes_read_from_disk(); }
 
  private:
   std::unique_ptr<TFRecordReader> reader_;

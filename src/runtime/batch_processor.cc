@@ -1,0 +1,138 @@
+// BatchProcessor: batch assembly on the pool for ParallelBatch and MapAndBatch. The
+// contract (parts, allocation under WorkUnit::mu, error rules, thread-safety) is in
+// batch_processor.h.
+#include "runtime/batch_processor.h"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+namespace sluice {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The sequential Batch's stacking (batch_dataset.cc), kept identical so that the parallel
+// ops report the same errors: row 0 gives the structure.
+Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column) {
+  const size_t k = rows[0].size();
+  std::vector<Tensor> out;
+  out.reserve(k);
+  column.resize(rows.size());
+  for (size_t c = 0; c < k; ++c) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].size() != k) {
+        return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +
+                                    std::to_string(rows[i].size()) + " components");
+      }
+      column[i] = std::move(rows[i][c]);
+    }
+    auto stacked = Stack(column);
+    if (!stacked.ok()) return stacked.status().WithContext("component " + std::to_string(c));
+    out.push_back(std::move(stacked).value());
+  }
+  return Element(std::move(out), rows[0].names());
+}
+
+// Whether every row has row 0's component count, dtypes and shapes.
+bool SameStructure(const std::vector<Element>& rows) {
+  const Element& first = rows[0];
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const Element& row = rows[i];
+    if (row.size() != first.size()) return false;
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (row[c].dtype() != first[c].dtype() || row[c].shape() != first[c].shape()) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Output tensors of `n` rows shaped like `row`.
+Element AllocateBatch(const Element& row, int64_t n) {
+  std::vector<Tensor> out;
+  out.reserve(row.size());
+  for (const Tensor& t : row.tensors()) {
+    Shape shape = t.shape();
+    shape.InsertDim(0, n);
+    out.emplace_back(t.dtype(), std::move(shape));
+  }
+  return Element(std::move(out));
+}
+
+}  // namespace
+
+BatchProcessor::BatchProcessor(int64_t batch_size, bool drop_remainder, Function fn,
+                               uint64_t seed, int64_t static_output_bytes)
+    : batch_size_(batch_size),
+      drop_remainder_(drop_remainder),
+      fn_(std::move(fn)),
+      seed_(seed),
+      static_output_bytes_(static_output_bytes) {}
+
+int64_t BatchProcessor::Capacity(int64_t parallelism) const {
+  const int64_t p = std::max<int64_t>(1, parallelism);
+  const int64_t parts_per_batch =
+      std::clamp<int64_t>(CeilDiv(batch_size_, min_rows_per_part()), 1, p);
+  return 2 + std::min(CeilDiv(p, parts_per_batch), kMaxBatchesInFlight);
+}
+
+int BatchProcessor::NumParts(const WorkUnit& u, int64_t parallelism) const {
+  const int64_t n = static_cast<int64_t>(u.inputs.size());
+  const int64_t parts = std::min(parallelism, CeilDiv(n, min_rows_per_part()));
+  return static_cast<int>(std::max<int64_t>(1, parts));
+}
+
+Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
+  const int64_t n = static_cast<int64_t>(u->inputs.size());
+  const int64_t begin = n * part / num_parts;
+  const int64_t end = n * (part + 1) / num_parts;
+  std::vector<Tensor> out;  // the output's tensors (views of the shared buffers)
+  bool have_out = false;
+  for (int64_t r = begin; r < end; ++r) {
+    Element& row = u->inputs[r];
+    if (fn_.valid()) {
+      FunctionContext fctx(seed_, u->first_position + r);
+      Status s = fn_.Apply(&row, fctx);
+      if (!s.ok()) {
+        // The batch fails; the lowest failed row's error is the one reported. Returning
+        // OK keeps the buffer from recording a scheduling-dependent "first" error.
+        std::lock_guard<std::mutex> l(u->mu);
+        if (u->status_row < 0 || r < u->status_row) {
+          u->status = std::move(s);
+          u->status_row = r;
+        }
+        return Status::OK();
+      }
+    }
+    if (!have_out) {
+      std::lock_guard<std::mutex> l(u->mu);
+      if (u->output.empty() && !row.empty()) u->output = AllocateBatch(row, n);
+      out = u->output.tensors();
+      have_out = true;
+    }
+    // A row that does not fit the allocated structure is left out here; Finish sees the
+    // mismatch and reports it as the sequential Batch would.
+    if (row.size() != out.size()) continue;
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (!CopyIntoRow(row[c], &out[c], r).ok()) break;
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::optional<Element>> BatchProcessor::Finish(WorkUnit* u) const {
+  std::vector<Element>& rows = u->inputs;
+  if (!SameStructure(rows)) {
+    // Rare: the sequential stacking gives the exact error.
+    std::vector<Tensor> column;
+    SLUICE_ASSIGN_OR_RETURN(Element e, StackRows(rows, column));
+    return std::optional<Element>(std::move(e));
+  }
+  // Every row matched row 0, so every row was copied. (Zero-component rows: no output.)
+  Element out(std::move(u->output.tensors()), rows[0].names());
+  return std::optional<Element>(std::move(out));
+}
+
+}  // namespace sluice

@@ -1,0 +1,160 @@
+// The stats plane (src/runtime/node_stats.h): counts, sampled CPU and wall times with
+// children excluded, bytes, file bytes, dead children, snapshot structure.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include "formats/tfrecord.h"
+#include "runtime/node_stats.h"
+#include "sluice/dataset.h"
+#include "testing/conformance.h"
+
+namespace sluice {
+namespace {
+
+// Burns about `us` microseconds of this thread's CPU.
+void Burn(int64_t us) {
+  const int64_t end = ThreadCpuNs() + us * 1000;
+  volatile int64_t x = 0;
+  while (ThreadCpuNs() < end) {
+    for (int i = 0; i < 200; ++i) x = x + i;
+  }
+}
+
+Function Burner(int64_t us) {
+  return Function::Map("burn", [us](Element e, FunctionContext&) -> Result<Element> {
+    Burn(us);
+    return e;
+  });
+}
+
+const IteratorStats* Find(const PipelineStats& p, const std::string& name) {
+  for (const IteratorStats& s : p.nodes) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+TEST(Stats, ExclusiveCpuOfSynchronousOps) {
+  // Map burns 200 us per element; Batch and Range do next to nothing.
+  auto it = Dataset::Range(300).Map(Burner(200)).Batch(10).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  const int64_t cpu0 = ThreadCpuNs();
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!*e) break;
+  }
+  const int64_t total = ThreadCpuNs() - cpu0;
+  PipelineStats p = (*it)->Snapshot();
+  const IteratorStats* map = Find(p, "Map");
+  const IteratorStats* batch = Find(p, "Batch");
+  const IteratorStats* range = Find(p, "Range");
+  ASSERT_TRUE(map && batch && range);
+  EXPECT_GT(map->cpu_ns, total * 7 / 10) << "map " << map->cpu_ns << " of " << total;
+  EXPECT_LT(map->cpu_ns, total * 13 / 10);
+  EXPECT_LT(batch->cpu_ns, total / 10) << "batch " << batch->cpu_ns;
+  EXPECT_LT(range->cpu_ns, total / 10) << "range " << range->cpu_ns;
+  // Batch's wall time includes the map's work (inclusive), the map's includes its own.
+  EXPECT_GT(batch->wall_ns, total * 7 / 10);
+  EXPECT_EQ(batch->elements_consumed, 300);
+  EXPECT_EQ(batch->elements_produced, 30);
+  EXPECT_EQ(map->bytes_produced, 300 * 8);
+  EXPECT_EQ(batch->bytes_consumed, 300 * 8);
+  EXPECT_EQ(batch->bytes_produced, 30 * 10 * 8);
+  EXPECT_EQ(batch->parent, -1);  // the root
+  EXPECT_EQ(map->parent, 0);
+  EXPECT_EQ(range->parent, 1);
+  EXPECT_FALSE(map->async);
+}
+
+TEST(Stats, ParallelMapCpuIsCountedOnThePool) {
+  RuntimeOptions rt;
+  rt.cpu_budget = 2;
+  auto it = Dataset::Range(200).Map(Burner(200), 2).MakeIterator(rt);
+  ASSERT_TRUE(it.ok());
+  int64_t n = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!*e) break;
+    ++n;
+  }
+  EXPECT_EQ(n, 200);
+  PipelineStats p = (*it)->Snapshot();
+  const IteratorStats* map = Find(p, "ParallelMap");
+  ASSERT_TRUE(map);
+  EXPECT_TRUE(map->async);
+  // 200 x 200 us = 40 ms of function CPU, estimated from sampled tasks.
+  EXPECT_GT(map->cpu_ns, 28'000'000) << map->cpu_ns;
+  EXPECT_LT(map->cpu_ns, 60'000'000) << map->cpu_ns;
+  EXPECT_EQ(map->parallelism, 2);
+}
+
+TEST(Stats, FinishedInnerIteratorsLeaveTheirCounts) {
+  // flat_map makes and destroys one inner iterator per input element.
+  Function inner = Function::DatasetFunction(
+      "inner", [](Element e, FunctionContext&) -> Result<Dataset> {
+        return Dataset::Range(e[0].scalar<int64_t>());
+      });
+  auto it = Dataset::Range(10).FlatMap(inner).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  int64_t n = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!*e) break;
+    ++n;
+  }
+  EXPECT_EQ(n, 45);
+  std::vector<IteratorStats> s = (*it)->Stats();
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s[0].name, "FlatMap");
+  // 10 input elements plus 45 inner elements, though every inner iterator is gone.
+  EXPECT_EQ(s[0].elements_consumed, 55);
+  EXPECT_EQ(s[0].elements_produced, 45);
+}
+
+TEST(Stats, FileBytesRead) {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.tfrecord");
+  {
+    auto w = TFRecordWriter::Open(path, Compression::kNone);
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE((*w)->Write(std::string(1000, 'x')).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  auto it = Dataset::TFRecord({path, path}).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  int64_t n = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!*e) break;
+    ++n;
+  }
+  EXPECT_EQ(n, 200);
+  std::vector<IteratorStats> s = (*it)->Stats();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].file_bytes_read, 2 * static_cast<int64_t>(st.st_size));
+  EXPECT_EQ(s[0].bytes_produced, 200 * 1000);  // string tensors count their strings' bytes
+}
+
+TEST(Stats, SamplingAdaptsToTheCostOfACall) {
+  // A cheap op is timed rarely, an expensive one on every call.
+  auto it = Dataset::Range(100000).Map(Burner(0)).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  for (int i = 0; i < 100000; ++i) ASSERT_TRUE((*it)->GetNext().ok());
+  PipelineStats p = (*it)->Snapshot();
+  const IteratorStats* range = Find(p, "Range");
+  ASSERT_TRUE(range);
+  EXPECT_EQ(range->elements_produced, 100000);
+  // Estimated wall time is positive and plausible (< 10 us per element).
+  EXPECT_GT(range->wall_ns, 0);
+  EXPECT_LT(range->wall_ns, 100000LL * 10000);
+}
+
+}  // namespace
+}  // namespace sluice
