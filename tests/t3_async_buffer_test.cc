@@ -239,28 +239,74 @@ TEST(AsyncBuffer, CancelWakesAConsumerBlockedOnAnotherThread) {
 }
 
 TEST(AsyncBuffer, DestructorWaitsForAGetNextOnAnotherThread) {
-  Function slowish = Function::Map("slowish", [](Element e, FunctionContext&) -> Result<Element> {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The consumer makes exactly one GetNext call, which blocks on a slow first element;
+  // the iterator is destroyed while that call is in progress.
+  Function slow = Function::Map("slow", [](Element e, FunctionContext&) -> Result<Element> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     return e;
   });
-  for (int round = 0; round < 5; ++round) {
-    auto it = Dataset::Range(1000).Map(slowish, 2).MakeIterator();
+  for (int round = 0; round < 3; ++round) {
+    auto it = Dataset::Range(1000).Map(slow, 2).MakeIterator();
     ASSERT_TRUE(it.ok());
     Iterator* raw = it->get();
     std::atomic<bool> started{false};
+    Status result;
     std::thread consumer([&] {
       started = true;
-      while (true) {
-        auto e = raw->GetNext();
-        if (!e.ok() || !*e) break;
-      }
+      auto e = raw->GetNext();
+      result = e.ok() ? Status::OK() : e.status();
     });
     while (!started) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10 * round));
-    raw->Cancel();
-    it->reset();  // waits for the consumer's GetNext to return
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 10 * round));
+    it->reset();  // cancels, waits for the consumer's call to return, then destroys
     consumer.join();
+    EXPECT_EQ(result.code(), StatusCode::kCancelled) << result;
   }
+}
+
+TEST(Iterator, CancelHoldsForSequentialPipelinesAndAcrossRestore) {
+  auto it = Dataset::Range(10).Batch(2).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  auto first = (*it)->GetNext();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  auto ckpt = (*it)->Save();
+  ASSERT_TRUE(ckpt.ok());
+  (*it)->Cancel();
+  auto e = (*it)->GetNext();
+  EXPECT_EQ(e.status().code(), StatusCode::kCancelled);
+  ASSERT_TRUE((*it)->Restore(*ckpt).ok());
+  e = (*it)->GetNext();
+  EXPECT_EQ(e.status().code(), StatusCode::kCancelled);
+}
+
+TEST(Iterator, SnapshotWhileRestoring) {
+  Function slowish = Function::Map("slowish", [](Element e, FunctionContext&) -> Result<Element> {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return e;
+  });
+  Dataset ds = Dataset::Range(100).Map(slowish, 2).Prefetch(4);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it.ok());
+  ASSERT_TRUE((*it)->GetNext().ok());
+  auto ckpt = (*it)->Save();
+  ASSERT_TRUE(ckpt.ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> snapshots{0};
+  std::thread watcher([&] {
+    while (!stop) {
+      PipelineStats p = (*it)->Snapshot();
+      if (!p.nodes.empty() && p.nodes[0].name == "Prefetch") ++snapshots;
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE((*it)->Restore(*ckpt).ok());
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value());
+    EXPECT_EQ((**e)[0].scalar<int64_t>(), 1);
+  }
+  stop = true;
+  watcher.join();
+  EXPECT_GT(snapshots.load(), 0);
 }
 
 TEST(AsyncBuffer, MemoryBudgetBoundsBufferedBytes) {

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "graph/registry.h"
@@ -350,7 +351,13 @@ Result<std::vector<Element>> Dataset::Collect() const {
 // a caller must not touch the counter after its decrement, so no notification is sent).
 struct IteratorCalls {
   std::atomic<int64_t> active{0};
+  // Set by Cancel: GetNext returns Cancelled from then on, also after a Restore.
+  std::atomic<bool> cancelled{false};
+  // Guards root_ against Restore replacing it while Cancel/Stats/Snapshot (any thread)
+  // walk it. GetNext/Save/Restore are called by one thread at a time and need no lock.
+  std::mutex root_mu;
 };
+
 namespace {
 constexpr std::string_view kRootPrefix = "Root";
 IteratorContext RootContext(int64_t instance, Runtime* rt) {
@@ -395,7 +402,7 @@ Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<R
       calls_(std::make_unique<IteratorCalls>()) {}
 
 Iterator::~Iterator() {
-  root_->Cancel();
+  Cancel();
   {
     while (calls_->active.load(std::memory_order_acquire) != 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -404,10 +411,17 @@ Iterator::~Iterator() {
   root_.reset();  // joins the tree's threads before the runtime's pool goes
 }
 
-void Iterator::Cancel() { root_->Cancel(); }
+void Iterator::Cancel() {
+  calls_->cancelled.store(true, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> l(calls_->root_mu);
+  root_->Cancel();
+}
 
 Result<std::optional<Element>> Iterator::GetNext() {
   ActiveCall call(calls_.get());
+  if (calls_->cancelled.load(std::memory_order_relaxed)) [[unlikely]] {
+    return CancelledError("iterator cancelled");
+  }
   return root_->GetNext();
 }
 
@@ -434,8 +448,13 @@ Status Iterator::Restore(std::string_view checkpoint) {
                           dataset_->MakeIterator(RootContext(instance, runtime_.get()),
                                                  std::string(kRootPrefix)));
   SLUICE_RETURN_IF_ERROR(root->Restore(r));
-  root_->Cancel();
-  root_ = std::move(root);
+  {
+    std::lock_guard<std::mutex> l(calls_->root_mu);
+    root_->Cancel();
+    std::swap(root_, root);
+    if (calls_->cancelled.load(std::memory_order_relaxed)) root_->Cancel();
+  }
+  root.reset();  // the old tree, outside the lock: joining its threads may take a while
   instance_ = instance;
   return Status::OK();
 }
@@ -444,6 +463,7 @@ const ElementSpec& Iterator::element_spec() const { return dataset_->element_spe
 
 std::vector<IteratorStats> Iterator::Stats() const {
   std::vector<IteratorStats> out;
+  std::lock_guard<std::mutex> l(calls_->root_mu);
   root_->CollectStats(&out);
   return out;
 }
@@ -456,6 +476,7 @@ PipelineStats Iterator::Snapshot() const {
   p.buffered_bytes = runtime_->memory().used();
   p.peak_buffered_bytes = runtime_->memory().peak();
   p.budget_overshoot_bytes = runtime_->memory().overshoot();
+  std::lock_guard<std::mutex> l(calls_->root_mu);
   root_->CollectStats(&p.nodes);
   return p;
 }
