@@ -346,9 +346,9 @@ Result<std::vector<Element>> Dataset::Collect() const {
 // ---- Iterator ----
 
 // Calls in progress on an Iterator, so that destroying it from another thread waits for a
-// GetNext there to return (after Cancel has woken it). Two uncontended atomic operations
-// per call; the destructor polls (it only waits when another thread is inside a call, and
-// a caller must not touch the counter after its decrement, so no notification is sent).
+// GetNext there to return (after Cancel has woken it). The destructor polls: it only waits
+// when another thread is inside a call, and a caller must not touch the state after
+// leaving, so no notification is sent.
 struct IteratorCalls {
   std::atomic<int64_t> active{0};
   // Set by Cancel: GetNext returns Cancelled from then on, also after a Restore.
@@ -367,10 +367,16 @@ IteratorContext RootContext(int64_t instance, Runtime* rt) {
   return ctx;
 }
 
+// Marks a call in progress. Calls are serialized by the Iterator contract, so the counter
+// has one writer: entering needs one full fence (an atomic exchange; it orders the mark
+// before the cancelled check, against the destructor's cancel-then-check), leaving is a
+// plain release store.
 class ActiveCall {
  public:
-  explicit ActiveCall(IteratorCalls* c) : c_(c) { c_->active.fetch_add(1, std::memory_order_acquire); }
-  ~ActiveCall() { c_->active.fetch_sub(1, std::memory_order_release); }
+  explicit ActiveCall(IteratorCalls* c) : c_(c) {
+    c_->active.exchange(1, std::memory_order_seq_cst);
+  }
+  ~ActiveCall() { c_->active.store(0, std::memory_order_release); }
 
  private:
   IteratorCalls* c_;
@@ -404,7 +410,7 @@ Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<R
 Iterator::~Iterator() {
   Cancel();
   {
-    while (calls_->active.load(std::memory_order_acquire) != 0) {
+    while (calls_->active.load(std::memory_order_seq_cst) != 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
@@ -412,14 +418,14 @@ Iterator::~Iterator() {
 }
 
 void Iterator::Cancel() {
-  calls_->cancelled.store(true, std::memory_order_relaxed);
+  calls_->cancelled.store(true, std::memory_order_seq_cst);
   std::lock_guard<std::mutex> l(calls_->root_mu);
   root_->Cancel();
 }
 
 Result<std::optional<Element>> Iterator::GetNext() {
   ActiveCall call(calls_.get());
-  if (calls_->cancelled.load(std::memory_order_relaxed)) [[unlikely]] {
+  if (calls_->cancelled.load(std::memory_order_seq_cst)) [[unlikely]] {
     return CancelledError("iterator cancelled");
   }
   return root_->GetNext();
