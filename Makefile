@@ -9,6 +9,11 @@ BUILD_TSAN ?= build-tsan
 BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
+# Tests left out under TSan: they parse tf.train.Example with Debian's (uninstrumented)
+# libprotobuf, whose arena teardown trips TSan's allocator ("CHECK failed:
+# sanitizer_allocator_secondary.h:297 IsAligned") before any test code runs concurrently.
+# They are single-threaded and run under ASan and in make test.
+TSAN_EXCLUDE ?= ExampleWireTest|ParseExampleTest|ParseSequenceExampleTest|example\.tfrecord_pipeline
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build demo test asan tsan fuzz bench format clean
@@ -40,7 +45,8 @@ asan: deps
 tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=thread -DSLUICE_BUILD_BENCH=OFF
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
-	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(BUILD_TSAN) -j $(JOBS) --output-on-failure --timeout 900
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(BUILD_TSAN) -j $(JOBS) --output-on-failure --timeout 900 \
+	  -E '$(TSAN_EXCLUDE)' 
 
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
