@@ -70,4 +70,24 @@ Result<int64_t> SkipBatches(IteratorBase* input, int64_t n, int64_t batch_size,
   return k / batch_size + (partial && !drop_remainder ? 1 : 0);
 }
 
+Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column) {
+  const size_t k = rows[0].size();
+  std::vector<Tensor> out;
+  out.reserve(k);
+  column.resize(rows.size());
+  for (size_t c = 0; c < k; ++c) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].size() != k) {
+        return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +
+                                    std::to_string(rows[i].size()) + " components");
+      }
+      column[i] = std::move(rows[i][c]);
+    }
+    auto stacked = Stack(column);
+    if (!stacked.ok()) return stacked.status().WithContext("component " + std::to_string(c));
+    out.push_back(std::move(stacked).value());
+  }
+  return Element(std::move(out), rows[0].names());
+}
+
 }  // namespace sluice

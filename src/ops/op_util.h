@@ -30,6 +30,11 @@ int64_t BatchCardinality(int64_t input, int64_t batch_size, bool drop_remainder)
 // fewer only at the end of the input. On an input error the rows read before it are
 // consumed and dropped, as in tf.data.
 Status ReadBatchRows(IteratorBase* input, int64_t batch_size, std::vector<Element>* rows);
+// Stacks `rows` (the same structure as rows[0]) into one batch element, moving their
+// tensors out; `column` is scratch space reused between calls. InvalidArgument naming the
+// component when rows differ. Shared by Batch, ParallelBatch and MapAndBatch so that they
+// report identical errors.
+Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column);
 // Skips up to `n` batches of `input` without building them; returns how many (a last
 // partial batch counts unless drop_remainder). Saturates instead of overflowing.
 Result<int64_t> SkipBatches(IteratorBase* input, int64_t n, int64_t batch_size,

@@ -27,27 +27,6 @@ class BatchDataset : public DatasetNode {
   bool drop_remainder_;
 };
 
-// Stacks `rows` (all with the same structure) into one element; `column` is scratch space.
-Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column) {
-  const size_t k = rows[0].size();
-  std::vector<Tensor> out;
-  out.reserve(k);
-  column.resize(rows.size());
-  for (size_t c = 0; c < k; ++c) {
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i].size() != k) {
-        return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +
-                                    std::to_string(rows[i].size()) + " components");
-      }
-      column[i] = std::move(rows[i][c]);
-    }
-    auto stacked = Stack(column);
-    if (!stacked.ok()) return stacked.status().WithContext("component " + std::to_string(c));
-    out.push_back(std::move(stacked).value());
-  }
-  return Element(std::move(out), rows[0].names());
-}
-
 class BatchIterator : public UnaryIterator {
  public:
   BatchIterator(const BatchDataset* ds, const std::string& prefix)

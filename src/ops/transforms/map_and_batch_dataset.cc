@@ -1,7 +1,7 @@
 // MapAndBatch (tf.data map_and_batch): map(fn) then batch(batch_size, drop_remainder)
 // fused. Up to num_parallel_calls parts run on the pipeline's pool; each applies fn to its
 // rows and copies every result straight into its row of the output batch, so no mapped
-// element is buffered on its own (BatchProcessor, src/runtime/batch_processor.h).
+// element is buffered on its own (BatchProcessor, src/ops/batch_processor.h).
 //
 // Output = exactly Map(fn).Batch(batch_size, drop_remainder) of the sequential ops: each
 // call gets FunctionContext(seed, input position), so random functions give the same
@@ -22,7 +22,7 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/async_buffer.h"
-#include "runtime/batch_processor.h"
+#include "ops/batch_processor.h"
 
 namespace sluice {
 namespace {

@@ -1,7 +1,7 @@
 // ParallelBatch (tf.data batch with num_parallel_calls): combines batch_size consecutive
 // input elements into one, stacking each component along a new dimension 0, with the
 // copying done on the pipeline's pool: several batches at once, and a big batch split into
-// row ranges copied concurrently (BatchProcessor, src/runtime/batch_processor.h).
+// row ranges copied concurrently (BatchProcessor, src/ops/batch_processor.h).
 //
 // Produces exactly the sequential Batch's elements and errors: a last partial batch is
 // kept unless drop_remainder; rows whose component counts, dtypes or shapes differ give
@@ -17,7 +17,7 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/async_buffer.h"
-#include "runtime/batch_processor.h"
+#include "ops/batch_processor.h"
 
 namespace sluice {
 namespace {

@@ -35,8 +35,8 @@
 // Thread-safety: immutable after construction; ProcessPart runs concurrently on the parts
 // of a unit (disjoint rows; the shared output is allocated under WorkUnit::mu and then
 // written at disjoint rows).
-#ifndef SLUICE_RUNTIME_BATCH_PROCESSOR_H_
-#define SLUICE_RUNTIME_BATCH_PROCESSOR_H_
+#ifndef SLUICE_OPS_BATCH_PROCESSOR_H_
+#define SLUICE_OPS_BATCH_PROCESSOR_H_
 
 #include <cstdint>
 #include <optional>
@@ -83,4 +83,4 @@ class BatchProcessor final : public UnitProcessor {
 
 }  // namespace sluice
 
-#endif  // SLUICE_RUNTIME_BATCH_PROCESSOR_H_
+#endif  // SLUICE_OPS_BATCH_PROCESSOR_H_

@@ -1,38 +1,18 @@
 // BatchProcessor: batch assembly on the pool for ParallelBatch and MapAndBatch. The
 // contract (parts, allocation under WorkUnit::mu, error rules, thread-safety) is in
 // batch_processor.h.
-#include "runtime/batch_processor.h"
+#include "ops/batch_processor.h"
 
 #include <algorithm>
 #include <mutex>
 #include <utility>
 
+#include "ops/op_util.h"
+
 namespace sluice {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The sequential Batch's stacking (batch_dataset.cc), kept identical so that the parallel
-// ops report the same errors: row 0 gives the structure.
-Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column) {
-  const size_t k = rows[0].size();
-  std::vector<Tensor> out;
-  out.reserve(k);
-  column.resize(rows.size());
-  for (size_t c = 0; c < k; ++c) {
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i].size() != k) {
-        return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +
-                                    std::to_string(rows[i].size()) + " components");
-      }
-      column[i] = std::move(rows[i][c]);
-    }
-    auto stacked = Stack(column);
-    if (!stacked.ok()) return stacked.status().WithContext("component " + std::to_string(c));
-    out.push_back(std::move(stacked).value());
-  }
-  return Element(std::move(out), rows[0].names());
-}
 
 // Whether every row has row 0's component count, dtypes and shapes.
 bool SameStructure(const std::vector<Element>& rows) {
