@@ -142,8 +142,9 @@ TEST(Stats, FileBytesRead) {
   EXPECT_EQ(s[0].bytes_produced, 200 * 1000);  // string tensors count their strings' bytes
 }
 
-TEST(Stats, SamplingAdaptsToTheCostOfACall) {
-  // A cheap op is timed rarely, an expensive one on every call.
+TEST(Stats, CheapOpsGetPlausibleEstimates) {
+  // A cheap op is timed rarely (one call in thousands); its estimate is still plausible.
+  // (This does not check the period itself, only the estimate it yields.)
   auto it = Dataset::Range(100000).Map(Burner(0)).MakeIterator();
   ASSERT_TRUE(it.ok());
   for (int i = 0; i < 100000; ++i) ASSERT_TRUE((*it)->GetNext().ok());
