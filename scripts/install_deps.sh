@@ -11,9 +11,13 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
   zlib1g-dev libzstd-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev   # image codecs
   libcli11-dev nlohmann-json3-dev
   # data
   dataset-fashion-mnist
+  # python: reference tests (PIL, torchvision) and the side-by-side benchmarks' peers.
+  # Debian's /usr/bin/python3 sees these; the pyenv python3 on PATH does not.
+  python3-numpy python3-pil python3-torch python3-torchvision python3-pytest python3-matplotlib
 )
 
 missing=()

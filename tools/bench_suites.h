@@ -1,0 +1,47 @@
+// The pipelines `sluice bench <suite>` times, one file each (tools/bench_<suite>.cc).
+//
+// Every suite builds its pipeline on the data in args.data, runs a warm-up, then counts
+// items (images, samples, sequences) delivered to the consumer for args.seconds, and
+// reports the rate. The side-by-side driver (bench/side_by_side.py) runs these next to
+// their PyTorch peers (bench/peers/*.py), which report the same JSON fields.
+#ifndef SLUICE_TOOLS_BENCH_SUITES_H_
+#define SLUICE_TOOLS_BENCH_SUITES_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sluice/status.h"
+
+namespace sluice {
+
+struct BenchArgs {
+  std::string data;           // the suite's data directory (or file)
+  double seconds = 10;        // measured time, after warm-up
+  double warmup_seconds = 2;
+  int64_t threads = 0;        // cpu budget; 0: the cores the process may use
+  int64_t batch_size = 0;     // 0: the suite's default
+  bool sequential = false;    // no parallel ops, no prefetch: the naive baseline
+};
+
+struct BenchResult {
+  std::string suite;
+  double items_per_second = 0;
+  int64_t items = 0;
+  double seconds = 0;
+  nlohmann::json extra = nlohmann::json::object();  // suite-specific figures
+};
+
+// ImageNet-style: TFRecord shards -> parse_example -> decode_and_random_crop 224 -> flip
+// -> normalize -> batch -> prefetch. args.data: the datagen output directory.
+Result<BenchResult> BenchImagenet(const BenchArgs& args);
+// The physical limit: a bare libjpeg-turbo full decode of the same JPEGs on all cores.
+Result<BenchResult> BenchDecodeLoop(const BenchArgs& args);
+// Fashion-MNIST: IDX -> shuffle -> normalize -> batch 256. args.data: the IDX directory.
+Result<BenchResult> BenchFashionMnist(const BenchArgs& args);
+// Text: TFRecord -> tokenize -> bucket_by_sequence_length -> padded_batch.
+Result<BenchResult> BenchText(const BenchArgs& args);
+
+}  // namespace sluice
+
+#endif  // SLUICE_TOOLS_BENCH_SUITES_H_

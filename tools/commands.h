@@ -1,0 +1,20 @@
+// The `sluice` command line's subcommand families, one file each (tools/<family>_command.cc).
+//
+// Each Add*Command registers its subcommand(s) on `app`; the callback runs the command
+// after parsing and stores its exit status in *exit_code. Option storage lives in the
+// callback's closure.
+#ifndef SLUICE_TOOLS_COMMANDS_H_
+#define SLUICE_TOOLS_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+namespace sluice {
+
+// sluice datagen imagenet|text ... (tools/datagen_command.cc)
+void AddDatagenCommand(CLI::App& app, int* exit_code);
+// sluice bench <suite> ... (tools/bench_command.cc)
+void AddBenchCommand(CLI::App& app, int* exit_code);
+
+}  // namespace sluice
+
+#endif  // SLUICE_TOOLS_COMMANDS_H_
