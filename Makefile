@@ -1,7 +1,7 @@
 # sluice: two commands for a newcomer.
 #   make demo   installs what is missing, builds, runs the main job on embedded data
 #   make test   installs what is missing, builds, runs every test
-# More: make asan | tsan | fuzz | bench | format | clean
+# More: make asan | tsan | fuzz | bench | bench-peers | format | clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -16,7 +16,7 @@ FUZZ_SECONDS ?= 30
 TSAN_EXCLUDE ?= ExampleWireTest|ParseExampleTest|ParseSequenceExampleTest|example\.tfrecord_pipeline
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test asan tsan fuzz bench format clean
+.PHONY: all deps build demo test asan tsan fuzz bench bench-peers format clean
 
 all: build
 
@@ -57,6 +57,11 @@ fuzz: deps
 
 bench: build
 	./scripts/run_benchmarks.sh $(BUILD)
+	/usr/bin/python3 bench/side_by_side.py --build $(BUILD)
+
+# Only the side-by-side comparison with PyTorch DataLoader and the bare decode loop.
+bench-peers: build
+	/usr/bin/python3 bench/side_by_side.py --build $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')

@@ -8,9 +8,11 @@
 #define SLUICE_TOOLS_BENCH_SUITES_H_
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sluice/dataset.h"
 #include "sluice/status.h"
 
 namespace sluice {
@@ -31,6 +33,14 @@ struct BenchResult {
   double seconds = 0;
   nlohmann::json extra = nlohmann::json::object();  // suite-specific figures
 };
+
+// The shared timing loop: iterates `ds` (which should repeat forever) under a runtime with
+// args.threads cores, discards args.warmup_seconds, then counts items_of(batch) for
+// args.seconds. extra gets the pipeline's stats (peak buffered bytes, cpu per op).
+// Shows a progress line on stderr when `progress`.
+Result<BenchResult> TimePipeline(const Dataset& ds, const BenchArgs& args, std::string suite,
+                                 const std::function<int64_t(const Element&)>& items_of,
+                                 bool progress = true);
 
 // ImageNet-style: TFRecord shards -> parse_example -> decode_and_random_crop 224 -> flip
 // -> normalize -> batch -> prefetch. args.data: the datagen output directory.

@@ -1,9 +1,11 @@
 // The `sluice` command line.
 //
-//   sluice demo [--data-dir DIR] [--batch-size N] [--epochs N] [--json]
+//   sluice demo [--data-dir DIR] [--imagenet-dir DIR] [--batch-size N] [--epochs N] [--json]
+//   sluice datagen imagenet|text ...      (tools/datagen_command.cc)
+//   sluice bench <suite> ...              (tools/bench_command.cc)
 //   sluice version
 //
-// Later parts of the system add bench, plumber, profile, datagen, dispatcher and worker.
+// Later parts of the system add plumber, profile, dispatcher and worker.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "commands.h"
+#include "demo.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -115,7 +119,8 @@ class Progress {
   double last_ = -1e9;
 };
 
-int RunDemo(const std::string& dir, int64_t batch_size, int64_t epochs, bool json) {
+int RunDemo(const std::string& dir, const std::string& imagenet_dir, int64_t batch_size,
+            int64_t epochs, bool json) {
   Dataset ds = FashionMnist(dir, batch_size, epochs, /*parallel=*/true);
   if (!ds.ok()) {
     std::fprintf(stderr, "sluice demo: cannot build the pipeline: %s\n", ds.status().ToString().c_str());
@@ -191,8 +196,26 @@ int RunDemo(const std::string& dir, int64_t batch_size, int64_t epochs, bool jso
     }
   }
 
+  // Part two: the ImageNet-style pipeline on a generated set.
+  if (!json) {
+    std::printf("\nsluice demo: ImageNet-style JPEGs (generated once into %s)\n", imagenet_dir.c_str());
+    std::printf("  pipeline : list_files -> interleave(tfrecord, 4) -> shuffle(1024) -> parse_example\n"
+                "             -> decode_and_random_crop(224) -> random_flip_left_right\n"
+                "             -> map_and_batch(normalize CHW, 128) -> prefetch(2)\n");
+  }
+  Result<ImagenetDemoResult> imagenet = RunImagenetDemo(imagenet_dir, !json);
+  if (!imagenet.ok()) {
+    std::fprintf(stderr, "sluice demo: ImageNet-style pipeline: %s\n", imagenet.status().ToString().c_str());
+    return 1;
+  }
+
   if (json) {
     nlohmann::json j;
+    j["imagenet"] = {{"generate_seconds", imagenet->generate_seconds},
+                     {"batch_size", imagenet->batch_size},
+                     {"batches", imagenet->batches},
+                     {"images_per_second", imagenet->parallel_images_per_second},
+                     {"sequential_images_per_second", imagenet->sequential_images_per_second}};
     j["dataset"] = "fashion-mnist";
     j["batches"] = batches;
     j["images"] = images;
@@ -229,6 +252,13 @@ int RunDemo(const std::string& dir, int64_t batch_size, int64_t epochs, bool jso
                 restore_ok ? "continues identically" : "DIFFERS (bug!)");
     std::printf("  iterator tree at batch %ld:\n", static_cast<long>(checkpoint_at));
     PrintStatsTable(stats);
+    const ImagenetDemoResult& r = *imagenet;
+    if (r.generate_seconds > 0) std::printf("  generated: 1024 images in %.1f s\n", r.generate_seconds);
+    std::printf("  done     : %ld batches of %ld: %.0f images/s in parallel, %.0f images/s sequentially\n",
+                static_cast<long>(r.batches), static_cast<long>(r.batch_size),
+                r.parallel_images_per_second, r.sequential_images_per_second);
+    std::printf("  speed-up : %.2fx (compare with PyTorch DataLoader: make bench-peers)\n",
+                r.parallel_images_per_second / r.sequential_images_per_second);
   }
   return restore_ok ? 0 : 1;
 }
@@ -240,18 +270,26 @@ int main(int argc, char** argv) {
   CLI::App app{"sluice: a fast, self-tuning input pipeline engine for ML training"};
   app.require_subcommand(1);
 
-  auto* demo = app.add_subcommand("demo", "Run the main job on embedded data (Fashion-MNIST)");
+  auto* demo = app.add_subcommand(
+      "demo", "Run the main jobs: Fashion-MNIST and an ImageNet-style pipeline on generated JPEGs");
   std::string dir = "/usr/share/datasets/fashion-mnist";
   int64_t batch_size = 256, epochs = 1;
   bool json = false;
   demo->add_option("--data-dir", dir, "Directory with the Fashion-MNIST IDX files")->capture_default_str();
   demo->add_option("--batch-size", batch_size, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
   demo->add_option("--epochs", epochs, "Epochs")->capture_default_str()->check(CLI::PositiveNumber);
+  std::string imagenet_dir = "data/demo-imagenet";
+  demo->add_option("--imagenet-dir", imagenet_dir,
+                   "Where the generated ImageNet-style set lives (made when missing)")->capture_default_str();
   demo->add_flag("--json", json, "Machine-readable output");
 
   app.add_subcommand("version", "Print the version")->callback([] { std::printf("sluice 0.1.0\n"); });
 
+  int exit_code = 0;
+  sluice::AddDatagenCommand(app, &exit_code);
+  sluice::AddBenchCommand(app, &exit_code);
+
   CLI11_PARSE(app, argc, argv);
-  if (demo->parsed()) return sluice::RunDemo(dir, batch_size, epochs, json);
-  return 0;
+  if (demo->parsed()) return sluice::RunDemo(dir, imagenet_dir, batch_size, epochs, json);
+  return exit_code;
 }

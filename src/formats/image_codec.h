@@ -44,6 +44,10 @@ struct JpegDecodeOptions {
   bool fancy_upsampling = true;  // smooth chroma upsampling (libjpeg's and PIL's default)
 };
 Result<ImageInfo> ReadJpegInfo(std::string_view data);
+// The pixels equal PIL's decode exactly (PIL uses the same libjpeg-turbo with ISLOW and
+// fancy upsampling; gray output of a color JPEG is libjpeg's Y channel; CMYK is converted
+// as PIL does, Adobe-inverted when the file has an Adobe marker). Any libjpeg warning
+// fails the decode, "Corrupt JPEG data: N extraneous bytes before marker" included.
 Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts = {});
 
 // A rectangle of an image, in pixels of the full-size image.
@@ -53,9 +57,10 @@ struct ImageWindow {
 // Decodes only `window` (within the image), at scale `scale_num`/8 (1..8) using
 // libjpeg-turbo's DCT scaling: rows above the window are skipped (jpeg_skip_scanlines),
 // columns outside it are not IDCT'd (jpeg_crop_scanline), rows below are not read.
-// The result is [ceil(window.height*s), ceil(window.width*s), channels] for s = num/8:
-// exactly the window of the image scaled by s (the same pixels as decoding the whole
-// image at that scale and cropping).
+// The result is [ceil(window.height*s), ceil(window.width*s), channels] for s = num/8,
+// starting at row floor(window.y*s), column floor(window.x*s) of the image scaled by s:
+// exactly the same pixels as decoding the whole image at that scale and cropping. Data
+// below or right of the window is never read, so corruption there goes unnoticed.
 Result<Tensor> DecodeJpegWindow(std::string_view data, const ImageWindow& window,
                                 int scale_num, const JpegDecodeOptions& opts = {});
 
@@ -63,7 +68,9 @@ Result<Tensor> DecodeJpegWindow(std::string_view data, const ImageWindow& window
 Result<std::string> EncodeJpeg(const Tensor& pixels, int quality,
                                std::string_view subsampling = "420");
 
-// PNG (8-bit output; 16-bit sources are reduced, palettes expanded, alpha dropped).
+// PNG (8-bit output; 16-bit sources are reduced to their high byte, palettes expanded,
+// alpha dropped, gAMA ignored; color to gray is ITU-R 601 luma as in PIL's "L"). The
+// pixels equal PIL's decode exactly.
 Result<ImageInfo> ReadPngInfo(std::string_view data);
 Result<Tensor> DecodePng(std::string_view data, int channels = 3);
 Result<std::string> EncodePng(const Tensor& pixels);

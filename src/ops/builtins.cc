@@ -43,6 +43,9 @@ void RegisterBuiltins(Registry* r) {
   // Kernels.
   RegisterBasicKernels(r);
   RegisterExampleKernels(r);
+  RegisterImageDecodeKernels(r);
+  RegisterImageKernels(r);
+  RegisterTextKernels(r);
 }
 
 }  // namespace sluice

@@ -48,6 +48,11 @@ void RegisterParallelInterleaveDataset(Registry* r);
 // Kernels (functions usable by map/filter/...).
 void RegisterBasicKernels(Registry* r);    // identity, cast, select, read_file, ...
 void RegisterExampleKernels(Registry* r);  // parse_example, parse_sequence_example
+// decode_jpeg, decode_png, decode_image, decode_and_random_crop (ops/image)
+void RegisterImageDecodeKernels(Registry* r);
+// resize, random_resized_crop, center_crop, flips, normalize, to_float (ops/image)
+void RegisterImageKernels(Registry* r);
+void RegisterTextKernels(Registry* r);     // split, tokenize, vocab_lookup, pad, ... (ops/text)
 
 }  // namespace sluice
 

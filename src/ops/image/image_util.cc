@@ -1,0 +1,691 @@
+// Crop windows, PIL-exact bilinear resampling, flips and normalization.
+#include "ops/image/image_util.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SLUICE_IMAGE_AVX2 1
+#define SLUICE_TARGET_AVX2 __attribute__((target("avx2")))
+#endif
+
+namespace sluice {
+namespace {
+
+std::atomic<bool> g_simd_enabled{true};
+
+bool UseSimd() {
+#ifdef SLUICE_IMAGE_AVX2
+  static const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+  return kHasAvx2 && g_simd_enabled.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+// Python's int(round(x)): half to even (the default rounding mode).
+int64_t RoundHalfEven(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
+
+// ---- Resampling filters (PIL's precompute_coeffs, bilinear) ----
+
+constexpr int kPrecisionBits = 32 - 8 - 2;  // PIL's fixed point
+constexpr int32_t kHalf = 1 << (kPrecisionBits - 1);
+
+double Triangle(double x) {
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+// For each output index: the first source index, the tap count and the normalized weights
+// (each output's taps padded with zeros to an even count, for the paired SIMD loads).
+struct AxisFilter {
+  std::vector<int64_t> start;
+  std::vector<int32_t> count;
+  std::vector<int64_t> offset;  // of the output's first weight in `weights`
+  std::vector<double> weights;
+  int32_t max_count = 0;
+};
+
+void ComputeAxisFilter(int64_t in_size, int64_t out_size, bool antialias, AxisFilter* f) {
+  const double scale = static_cast<double>(in_size) / static_cast<double>(out_size);
+  const double filterscale = antialias && scale > 1.0 ? scale : 1.0;
+  const double support = 1.0 * filterscale;  // the triangle's support is 1
+  const double inv = 1.0 / filterscale;
+  f->start.resize(out_size);
+  f->count.resize(out_size);
+  f->offset.resize(out_size);
+  f->weights.clear();
+  f->max_count = 0;
+  for (int64_t i = 0; i < out_size; ++i) {
+    const double center = (static_cast<double>(i) + 0.5) * scale;
+    int64_t lo = static_cast<int64_t>(center - support + 0.5);  // truncation, as PIL
+    if (lo < 0) lo = 0;
+    int64_t hi = static_cast<int64_t>(center + support + 0.5);
+    if (hi > in_size) hi = in_size;
+    const int64_t n = hi - lo;
+    const size_t off = f->weights.size();
+    double total = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const double w = Triangle((static_cast<double>(k + lo) - center + 0.5) * inv);
+      f->weights.push_back(w);
+      total += w;
+    }
+    if (total != 0.0) {
+      for (int64_t k = 0; k < n; ++k) f->weights[off + k] /= total;
+    }
+    if (n % 2 != 0) f->weights.push_back(0.0);
+    f->start[i] = lo;
+    f->count[i] = static_cast<int32_t>(n);
+    f->offset[i] = static_cast<int64_t>(off);
+    f->max_count = std::max(f->max_count, static_cast<int32_t>(n));
+  }
+}
+
+// PIL's normalize_coeffs_8bpc (the triangle is never negative).
+void ToFixedPoint(const std::vector<double>& w, std::vector<int32_t>* out) {
+  out->resize(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    (*out)[i] = static_cast<int32_t>(0.5 + w[i] * (1 << kPrecisionBits));
+  }
+}
+
+inline uint8_t Clip8(int32_t acc) {
+  const int32_t v = acc >> kPrecisionBits;
+  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+// The separable driver. hrow(in_row, out_row) resamples one source row horizontally (null
+// when the width does not change); vrow(rows, n, y, out_row) combines n rows into output
+// row y. Rows the vertical filter needs are resampled once, into a ring of max-taps rows.
+template <typename T, typename HRow, typename VRow>
+void Separable(const T* base, int64_t stride, int64_t row_len, int64_t out_h, bool need_h,
+               const AxisFilter* vf, HRow&& hrow, VRow&& vrow, std::vector<T>* ring,
+               std::vector<const T*>* rows, T* dst) {
+  if (vf == nullptr) {
+    for (int64_t y = 0; y < out_h; ++y) {
+      if (need_h) {
+        hrow(base + y * stride, dst + y * row_len);
+      } else {
+        std::memcpy(dst + y * row_len, base + y * stride, row_len * sizeof(T));
+      }
+    }
+    return;
+  }
+  const int64_t slots = vf->max_count;
+  if (need_h) ring->resize(slots * row_len);
+  rows->resize(slots);
+  int64_t next = 0;  // source rows below this one are resampled (or never needed)
+  for (int64_t y = 0; y < out_h; ++y) {
+    const int64_t s = vf->start[y];
+    const int n = vf->count[y];
+    if (need_h) {
+      for (int64_t r = std::max(next, s); r < s + n; ++r) {
+        hrow(base + r * stride, ring->data() + (r % slots) * row_len);
+      }
+      next = std::max(next, s + n);
+      for (int t = 0; t < n; ++t) (*rows)[t] = ring->data() + ((s + t) % slots) * row_len;
+    } else {
+      for (int t = 0; t < n; ++t) (*rows)[t] = base + (s + t) * stride;
+    }
+    vrow(rows->data(), n, y, dst + y * row_len);
+  }
+}
+
+// ---- uint8, portable ----
+
+template <int kC>
+inline void HorizontalPixelU8(const uint8_t* p, int64_t channels, const int32_t* k, int n,
+                              uint8_t* o) {
+  if constexpr (kC > 0) {
+    int32_t acc[kC];
+    for (int c = 0; c < kC; ++c) acc[c] = kHalf;
+    for (int t = 0; t < n; ++t) {
+      for (int c = 0; c < kC; ++c) acc[c] += p[t * kC + c] * k[t];
+    }
+    for (int c = 0; c < kC; ++c) o[c] = Clip8(acc[c]);
+  } else {
+    for (int64_t c = 0; c < channels; ++c) {
+      int32_t acc = kHalf;
+      for (int t = 0; t < n; ++t) acc += p[t * channels + c] * k[t];
+      o[c] = Clip8(acc);
+    }
+  }
+}
+
+template <int kC>
+void HorizontalRowU8(const uint8_t* in, int64_t channels, const AxisFilter& f,
+                     const int32_t* w, uint8_t* out, int64_t out_w, bool flip) {
+  const int64_t c = kC > 0 ? kC : channels;
+  for (int64_t d = 0; d < out_w; ++d) {
+    const int64_t x = flip ? out_w - 1 - d : d;
+    HorizontalPixelU8<kC>(in + f.start[x] * c, channels, w + f.offset[x], f.count[x],
+                          out + d * c);
+  }
+}
+
+void VerticalRowU8(const uint8_t* const* rows, int n, const int32_t* k, uint8_t* out,
+                   int64_t begin, int64_t len) {
+  // Blocks of a constant width, which compilers vectorize even at -O2.
+  constexpr int kBlock = 32;
+  int64_t j = begin;
+  for (; j + kBlock <= len; j += kBlock) {
+    int32_t acc[kBlock];
+    for (int u = 0; u < kBlock; ++u) acc[u] = kHalf;
+    for (int t = 0; t < n; ++t) {
+      const uint8_t* r = rows[t] + j;
+      const int32_t w = k[t];
+      for (int u = 0; u < kBlock; ++u) acc[u] += r[u] * w;
+    }
+    for (int u = 0; u < kBlock; ++u) out[j + u] = Clip8(acc[u]);
+  }
+  for (; j < len; ++j) {
+    int32_t acc = kHalf;
+    for (int t = 0; t < n; ++t) acc += rows[t][j] * k[t];
+    out[j] = Clip8(acc);
+  }
+}
+
+// ---- uint8, AVX2 ----
+#ifdef SLUICE_IMAGE_AVX2
+
+// The horizontal plan for 3 or 4 channels: every output gets the same number of tap pairs
+// (zero weights pad the shorter ones, so the pair loop never mispredicts), in output order
+// (flip applied), each weight repeated 4 times. Each source row is first widened to int32
+// RGBX (4 slots per pixel, zero-padded at the end), so a pair of taps is one 256-bit load
+// and one exact 32-bit multiply (PIL's products), one pixel per 128-bit lane.
+struct HPlan {
+  int pairs = 0;
+  std::vector<int32_t> src;       // first tap of each output, in int32 slots of `wide`
+  std::vector<int32_t> w4;        // [out][pair][8]
+  std::vector<int32_t> wide;      // the current source row as int32 RGBX
+};
+
+void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t in_w,
+                int64_t out_w, bool flip, HPlan* plan) {
+  const int pairs = (f.max_count + 1) / 2;
+  plan->pairs = pairs;
+  plan->src.resize(out_w);
+  plan->w4.assign(out_w * pairs * 8, 0);
+  for (int64_t d = 0; d < out_w; ++d) {
+    const int64_t x = flip ? out_w - 1 - d : d;
+    plan->src[d] = static_cast<int32_t>(f.start[x] * 4);
+    int32_t* k = plan->w4.data() + d * pairs * 8;
+    for (int t = 0; t < f.count[x]; ++t) {
+      for (int j = 0; j < 4; ++j) k[(t / 2) * 8 + (t % 2) * 4 + j] = w[f.offset[x] + t];
+    }
+  }
+  // Pairs of the last outputs reach up to 2 * pairs - 1 pixels past the row's last one.
+  plan->wide.assign((in_w + 2 * pairs + 2) * 4, 0);
+}
+
+// Widens a row of `in_w` 3- or 4-channel pixels into int32 RGBX.
+template <int kC>
+SLUICE_TARGET_AVX2 void WidenRowAvx2(const uint8_t* in, int64_t in_w, int32_t* wide) {
+  const __m256i shuf =
+      kC == 3 ? _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, -1, -1, -1, -1,
+                                 3, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, -1, -1, -1, -1)
+              : _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,
+                                 4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
+  int64_t s = 0;
+  // Two pixels per step from an 8-byte load, which must stay inside the row.
+  for (; (s + 2) * kC + (8 - 2 * kC) <= in_w * kC; s += 2) {
+    int64_t bits;
+    std::memcpy(&bits, in + s * kC, 8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(wide + s * 4),
+                        _mm256_shuffle_epi8(_mm256_set1_epi64x(bits), shuf));
+  }
+  for (; s < in_w; ++s) {
+    for (int c = 0; c < 4; ++c) wide[s * 4 + c] = c < kC ? in[s * kC + c] : 0;
+  }
+}
+
+template <int kPairs>
+SLUICE_TARGET_AVX2 inline __m256i AccumulatePairs(const int32_t* taps, const __m256i* k,
+                                                  int pairs) {
+  __m256i acc = _mm256_setr_epi32(kHalf, kHalf, kHalf, kHalf, 0, 0, 0, 0);
+  if constexpr (kPairs > 0) pairs = kPairs;
+#pragma GCC unroll 4
+  for (int q = 0; q < pairs; ++q) {
+    // Taps 2q and 2q+1: 8 int32 slots.
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(taps + 8 * q));
+    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, _mm256_loadu_si256(k + q)));
+  }
+  return acc;
+}
+
+template <int kC, int kPairs>
+SLUICE_TARGET_AVX2 void HorizontalRowU8Avx2(const int32_t* wide, const HPlan& plan,
+                                            uint8_t* out, int64_t out_w) {
+  const int pairs = kPairs > 0 ? kPairs : plan.pairs;
+  const int32_t* src = plan.src.data();
+  const __m256i* k = reinterpret_cast<const __m256i*>(plan.w4.data());
+  const __m256i second = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+  int64_t d = 0;
+  // Two outputs per step share the reduction: [a.lo + a.hi | b.lo + b.hi].
+  for (; d + 1 < out_w; d += 2, k += 2 * pairs) {
+    const __m256i a = AccumulatePairs<kPairs>(wide + src[d], k, pairs);
+    const __m256i b = AccumulatePairs<kPairs>(wide + src[d + 1], k + pairs, pairs);
+    __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                                   _mm256_permute2x128_si256(a, b, 0x31));
+    sum = _mm256_srai_epi32(sum, kPrecisionBits);
+    sum = _mm256_packus_epi16(_mm256_packs_epi32(sum, sum), sum);  // a in dword 0, b in 4
+    const uint64_t ab = static_cast<uint64_t>(
+        _mm_cvtsi128_si64(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(sum, second))));
+    const uint32_t pa = static_cast<uint32_t>(ab), pb = static_cast<uint32_t>(ab >> 32);
+    // For 3 channels a 4-byte store spills one byte into the next pixel, rewritten next.
+    std::memcpy(out + d * kC, &pa, 4);
+    if (kC == 4 || d + 2 < out_w) {
+      std::memcpy(out + (d + 1) * kC, &pb, 4);
+    } else {
+      std::memcpy(out + (d + 1) * kC, &pb, kC);
+    }
+  }
+  if (d < out_w) {
+    const __m256i a = AccumulatePairs<kPairs>(wide + src[d], k, pairs);
+    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    sum = _mm_srai_epi32(sum, kPrecisionBits);
+    sum = _mm_packus_epi16(_mm_packs_epi32(sum, sum), sum);
+    const uint32_t px = static_cast<uint32_t>(_mm_cvtsi128_si32(sum));
+    std::memcpy(out + d * kC, &px, kC);
+  }
+}
+
+template <int kC>
+void HorizontalRowU8Simd(const uint8_t* in, int64_t in_w, HPlan& plan, uint8_t* out,
+                         int64_t out_w) {
+  WidenRowAvx2<kC>(in, in_w, plan.wide.data());
+  const int32_t* wide = plan.wide.data();
+  switch (plan.pairs) {
+    case 1: HorizontalRowU8Avx2<kC, 1>(wide, plan, out, out_w); break;
+    case 2: HorizontalRowU8Avx2<kC, 2>(wide, plan, out, out_w); break;
+    case 3: HorizontalRowU8Avx2<kC, 3>(wide, plan, out, out_w); break;
+    case 4: HorizontalRowU8Avx2<kC, 4>(wide, plan, out, out_w); break;
+    default: HorizontalRowU8Avx2<kC, 0>(wide, plan, out, out_w); break;
+  }
+}
+
+// Any channel count: 32 bytes per step, four 8-lane accumulators.
+SLUICE_TARGET_AVX2
+void VerticalRowU8Avx2(const uint8_t* const* rows, int n, const int32_t* k, uint8_t* out,
+                       int64_t len) {
+  const __m256i half = _mm256_set1_epi32(kHalf);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    __m256i a0 = half, a1 = half, a2 = half, a3 = half;
+    for (int t = 0; t < n; ++t) {
+      const uint8_t* p = rows[t] + j;
+      const __m256i kv = _mm256_set1_epi32(k[t]);
+      a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                                       reinterpret_cast<const __m128i*>(p))),
+                                                   kv));
+      a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                                       reinterpret_cast<const __m128i*>(p + 8))),
+                                                   kv));
+      a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                                       reinterpret_cast<const __m128i*>(p + 16))),
+                                                   kv));
+      a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                                       reinterpret_cast<const __m128i*>(p + 24))),
+                                                   kv));
+    }
+    a0 = _mm256_srai_epi32(a0, kPrecisionBits);
+    a1 = _mm256_srai_epi32(a1, kPrecisionBits);
+    a2 = _mm256_srai_epi32(a2, kPrecisionBits);
+    a3 = _mm256_srai_epi32(a3, kPrecisionBits);
+    const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(a0, a1), _mm256_packs_epi32(a2, a3));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
+                        _mm256_permutevar8x32_epi32(b, order));
+  }
+  VerticalRowU8(rows, n, k, out, j, len);
+}
+
+#endif  // SLUICE_IMAGE_AVX2
+
+struct U8Scratch {
+  AxisFilter h, v;
+  std::vector<int32_t> hw, vw;  // fixed-point weights
+#ifdef SLUICE_IMAGE_AVX2
+  HPlan plan;
+#endif
+  std::vector<uint8_t> ring;
+  std::vector<const uint8_t*> rows;
+};
+
+struct F32Scratch {
+  AxisFilter h, v;
+  std::vector<float> hw, vw;
+  std::vector<float> ring;
+  std::vector<const float*> rows;
+};
+
+// ---- float32 ----
+
+template <int kC>
+void HorizontalRowF32(const float* in, int64_t channels, const AxisFilter& f, const float* w,
+                      float* out, int64_t out_w, bool flip) {
+  const int64_t c = kC > 0 ? kC : channels;
+  for (int64_t d = 0; d < out_w; ++d) {
+    const int64_t x = flip ? out_w - 1 - d : d;
+    const float* p = in + f.start[x] * c;
+    const float* k = w + f.offset[x];
+    const int n = f.count[x];
+    float* o = out + d * c;
+    if constexpr (kC > 0) {
+      float acc[kC] = {};
+      for (int t = 0; t < n; ++t) {
+        for (int ch = 0; ch < kC; ++ch) acc[ch] += p[t * kC + ch] * k[t];
+      }
+      for (int ch = 0; ch < kC; ++ch) o[ch] = acc[ch];
+    } else {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        float acc = 0.0f;
+        for (int t = 0; t < n; ++t) acc += p[t * c + ch] * k[t];
+        o[ch] = acc;
+      }
+    }
+  }
+}
+
+void VerticalRowF32(const float* const* rows, int n, const float* k, float* out,
+                    int64_t len) {
+  constexpr int kBlock = 16;  // a constant width, vectorized even at -O2
+  int64_t j = 0;
+  for (; j + kBlock <= len; j += kBlock) {
+    float acc[kBlock] = {};
+    for (int t = 0; t < n; ++t) {
+      const float* r = rows[t] + j;
+      const float w = k[t];
+      for (int u = 0; u < kBlock; ++u) acc[u] += r[u] * w;
+    }
+    for (int u = 0; u < kBlock; ++u) out[j + u] = acc[u];
+  }
+  for (; j < len; ++j) {
+    float acc = 0.0f;
+    for (int t = 0; t < n; ++t) acc += rows[t][j] * k[t];
+    out[j] = acc;
+  }
+}
+
+// ---- Flip and normalize, AVX2 ----
+#ifdef SLUICE_IMAGE_AVX2
+
+// 3-byte pixels: five per 16-byte shuffle.
+SLUICE_TARGET_AVX2
+int64_t FlipRow3Avx2(const uint8_t* in, uint8_t* out, int64_t w) {
+  const __m128i rev = _mm_setr_epi8(13, 14, 15, 10, 11, 12, 7, 8, 9, 4, 5, 6, 1, 2, 3, -1);
+  int64_t d = 0;
+  for (; d + 6 <= w; d += 5) {
+    // Bytes 1..15: source pixels w-5-d .. w-1-d.
+    const __m128i v =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + (w - 5 - d) * 3 - 1));
+    // Writes one byte into pixel d+5, which a later step or the tail rewrites.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + d * 3), _mm_shuffle_epi8(v, rev));
+  }
+  return d;
+}
+
+struct DeinterleaveMasks {
+  alignas(16) int8_t m[3][3][16];  // [channel][source vector][byte]
+};
+constexpr DeinterleaveMasks MakeDeinterleaveMasks() {
+  DeinterleaveMasks d{};
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 3; ++v) {
+      for (int k = 0; k < 16; ++k) {
+        const int idx = 3 * k + c - 16 * v;
+        d.m[c][v][k] = static_cast<int8_t>(idx >= 0 && idx < 16 ? idx : -128);
+      }
+    }
+  }
+  return d;
+}
+constexpr DeinterleaveMasks kDeinterleave = MakeDeinterleaveMasks();
+
+// RGB uint8 -> three float planes, 16 pixels per step. Returns the pixels done.
+SLUICE_TARGET_AVX2
+int64_t NormalizeU8RgbPlanarAvx2(const uint8_t* src, int64_t num_pixels, float scale,
+                                 const float* mean, const float* inv_std, float* dst) {
+  const __m256 s = _mm256_set1_ps(scale);
+  __m256 m[3], r[3];
+  __m128i mask[3][3];
+  for (int c = 0; c < 3; ++c) {
+    m[c] = _mm256_set1_ps(mean[c]);
+    r[c] = _mm256_set1_ps(inv_std[c]);
+    for (int v = 0; v < 3; ++v) {
+      mask[c][v] = _mm_load_si128(reinterpret_cast<const __m128i*>(kDeinterleave.m[c][v]));
+    }
+  }
+  int64_t i = 0;
+  for (; i + 16 <= num_pixels; i += 16) {
+    const uint8_t* p = src + 3 * i;
+    const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+    const __m128i v2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32));
+    for (int c = 0; c < 3; ++c) {
+      const __m128i b = _mm_or_si128(
+          _mm_or_si128(_mm_shuffle_epi8(v0, mask[c][0]), _mm_shuffle_epi8(v1, mask[c][1])),
+          _mm_shuffle_epi8(v2, mask[c][2]));
+      const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+      const __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));
+      float* o = dst + c * num_pixels + i;
+      _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(lo, s), m[c]), r[c]));
+      _mm256_storeu_ps(o + 8, _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(hi, s), m[c]), r[c]));
+    }
+  }
+  return i;
+}
+
+#endif  // SLUICE_IMAGE_AVX2
+
+template <int kBytes>
+void FlipRowFixed(const uint8_t* in, uint8_t* out, int64_t w) {
+  for (int64_t d = 0; d < w; ++d) std::memcpy(out + d * kBytes, in + (w - 1 - d) * kBytes, kBytes);
+}
+
+template <typename T>
+void NormalizeScalar(const T* src, int64_t begin, int64_t num_pixels, int64_t channels,
+                     float scale, const float* mean, const float* inv_std, bool chw,
+                     float* dst) {
+  for (int64_t i = begin; i < num_pixels; ++i) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float x = static_cast<float>(src[i * channels + c]);
+      const float y = (x * scale - mean[c]) * inv_std[c];
+      dst[chw ? c * num_pixels + i : i * channels + c] = y;
+    }
+  }
+}
+
+}  // namespace
+
+ImageWindow SampleRandomResizedCrop(int64_t height, int64_t width, std::array<double, 2> scale,
+                                    std::array<double, 2> ratio, Rng& rng) {
+  if (height <= 0 || width <= 0) return {0, 0, std::max<int64_t>(height, 0), std::max<int64_t>(width, 0)};
+  const double area = static_cast<double>(height) * static_cast<double>(width);
+  const double log_lo = std::log(ratio[0]), log_hi = std::log(ratio[1]);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target_area = area * (scale[0] + (scale[1] - scale[0]) * rng.Uniform());
+    const double aspect = std::exp(log_lo + (log_hi - log_lo) * rng.Uniform());
+    const double w = std::nearbyint(std::sqrt(target_area * aspect));
+    const double h = std::nearbyint(std::sqrt(target_area / aspect));
+    if (w > 0 && w <= static_cast<double>(width) && h > 0 && h <= static_cast<double>(height)) {
+      const int64_t wi = static_cast<int64_t>(w), hi = static_cast<int64_t>(h);
+      const int64_t y = static_cast<int64_t>(rng.UniformInt(static_cast<uint64_t>(height - hi + 1)));
+      const int64_t x = static_cast<int64_t>(rng.UniformInt(static_cast<uint64_t>(width - wi + 1)));
+      return {y, x, hi, wi};
+    }
+  }
+  // Center fallback.
+  const double in_ratio = static_cast<double>(width) / static_cast<double>(height);
+  const double rmin = std::min(ratio[0], ratio[1]), rmax = std::max(ratio[0], ratio[1]);
+  int64_t w = width, h = height;
+  if (in_ratio < rmin) {
+    h = RoundHalfEven(static_cast<double>(w) / rmin);
+  } else if (in_ratio > rmax) {
+    w = RoundHalfEven(static_cast<double>(h) * rmax);
+  }
+  h = std::clamp<int64_t>(h, 1, height);
+  w = std::clamp<int64_t>(w, 1, width);
+  return {(height - h) / 2, (width - w) / 2, h, w};
+}
+
+ImageWindow CenterCropWindow(int64_t height, int64_t width, int64_t crop_height,
+                             int64_t crop_width) {
+  return {RoundHalfEven(static_cast<double>(height - crop_height) / 2.0),
+          RoundHalfEven(static_cast<double>(width - crop_width) / 2.0), crop_height, crop_width};
+}
+
+void ResizeBilinearU8(const uint8_t* src, int64_t src_row_stride, int64_t channels,
+                      const ImageWindow& window, uint8_t* dst, int64_t out_height,
+                      int64_t out_width, bool antialias, bool flip) {
+  if (channels <= 0 || window.height <= 0 || window.width <= 0 || out_height <= 0 ||
+      out_width <= 0) {
+    return;
+  }
+  thread_local U8Scratch scratch;
+  U8Scratch& s = scratch;
+  const int64_t c = channels;
+  const uint8_t* base = src + window.y * src_row_stride + window.x * c;
+  const bool need_h = out_width != window.width || flip;
+  const bool need_v = out_height != window.height;
+  const bool simd = UseSimd();
+  [[maybe_unused]] const bool simd_h = simd && (c == 3 || c == 4);
+  if (need_h) {
+    ComputeAxisFilter(window.width, out_width, antialias, &s.h);
+    ToFixedPoint(s.h.weights, &s.hw);
+#ifdef SLUICE_IMAGE_AVX2
+    if (simd_h) BuildHPlan(s.h, s.hw, window.width, out_width, flip, &s.plan);
+#endif
+  }
+  if (need_v) {
+    ComputeAxisFilter(window.height, out_height, antialias, &s.v);
+    ToFixedPoint(s.v.weights, &s.vw);
+  }
+  const int64_t row_len = out_width * c;
+  auto hrow = [&](const uint8_t* in, uint8_t* out) {
+#ifdef SLUICE_IMAGE_AVX2
+    if (simd_h) {
+      if (c == 3) {
+        HorizontalRowU8Simd<3>(in, window.width, s.plan, out, out_width);
+      } else {
+        HorizontalRowU8Simd<4>(in, window.width, s.plan, out, out_width);
+      }
+      return;
+    }
+#endif
+    switch (c) {
+      case 1: HorizontalRowU8<1>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      case 2: HorizontalRowU8<2>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      case 3: HorizontalRowU8<3>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      case 4: HorizontalRowU8<4>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      default: HorizontalRowU8<0>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+    }
+  };
+  auto vrow = [&](const uint8_t* const* rows, int n, int64_t y, uint8_t* out) {
+    const int32_t* k = s.vw.data() + s.v.offset[y];
+#ifdef SLUICE_IMAGE_AVX2
+    if (simd) {
+      VerticalRowU8Avx2(rows, n, k, out, row_len);
+      return;
+    }
+#endif
+    VerticalRowU8(rows, n, k, out, 0, row_len);
+  };
+  Separable<uint8_t>(base, src_row_stride, row_len, out_height, need_h,
+                     need_v ? &s.v : nullptr, hrow, vrow, &s.ring, &s.rows, dst);
+}
+
+void ResizeBilinearF32(const float* src, int64_t src_row_stride, int64_t channels,
+                       const ImageWindow& window, float* dst, int64_t out_height,
+                       int64_t out_width, bool antialias, bool flip) {
+  if (channels <= 0 || window.height <= 0 || window.width <= 0 || out_height <= 0 ||
+      out_width <= 0) {
+    return;
+  }
+  thread_local F32Scratch scratch;
+  F32Scratch& s = scratch;
+  const int64_t c = channels;
+  const float* base = src + window.y * src_row_stride + window.x * c;
+  const bool need_h = out_width != window.width || flip;
+  const bool need_v = out_height != window.height;
+  if (need_h) {
+    ComputeAxisFilter(window.width, out_width, antialias, &s.h);
+    s.hw.assign(s.h.weights.begin(), s.h.weights.end());
+  }
+  if (need_v) {
+    ComputeAxisFilter(window.height, out_height, antialias, &s.v);
+    s.vw.assign(s.v.weights.begin(), s.v.weights.end());
+  }
+  const int64_t row_len = out_width * c;
+  auto hrow = [&](const float* in, float* out) {
+    switch (c) {
+      case 1: HorizontalRowF32<1>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      case 2: HorizontalRowF32<2>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      case 3: HorizontalRowF32<3>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      case 4: HorizontalRowF32<4>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      default: HorizontalRowF32<0>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+    }
+  };
+  auto vrow = [&](const float* const* rows, int n, int64_t y, float* out) {
+    VerticalRowF32(rows, n, s.vw.data() + s.v.offset[y], out, row_len);
+  };
+  Separable<float>(base, src_row_stride, row_len, out_height, need_h, need_v ? &s.v : nullptr,
+                   hrow, vrow, &s.ring, &s.rows, dst);
+}
+
+void FlipLeftRight(const uint8_t* src, uint8_t* dst, int64_t height, int64_t width,
+                   int64_t pixel_bytes) {
+  const int64_t row = width * pixel_bytes;
+#ifdef SLUICE_IMAGE_AVX2
+  const bool simd3 = pixel_bytes == 3 && UseSimd();
+#endif
+  for (int64_t y = 0; y < height; ++y) {
+    const uint8_t* in = src + y * row;
+    uint8_t* out = dst + y * row;
+    switch (pixel_bytes) {
+      case 1: std::reverse_copy(in, in + width, out); break;
+      case 3: {
+        int64_t d = 0;
+#ifdef SLUICE_IMAGE_AVX2
+        if (simd3) d = FlipRow3Avx2(in, out, width);
+#endif
+        for (; d < width; ++d) std::memcpy(out + d * 3, in + (width - 1 - d) * 3, 3);
+        break;
+      }
+      case 4: FlipRowFixed<4>(in, out, width); break;
+      case 12: FlipRowFixed<12>(in, out, width); break;
+      default:
+        for (int64_t d = 0; d < width; ++d) {
+          std::memcpy(out + d * pixel_bytes, in + (width - 1 - d) * pixel_bytes, pixel_bytes);
+        }
+    }
+  }
+}
+
+void NormalizeU8(const uint8_t* src, int64_t num_pixels, int64_t channels, float scale,
+                 const float* mean, const float* inv_std, bool chw, float* dst) {
+  int64_t done = 0;
+#ifdef SLUICE_IMAGE_AVX2
+  if (channels == 3 && chw && UseSimd()) {
+    done = NormalizeU8RgbPlanarAvx2(src, num_pixels, scale, mean, inv_std, dst);
+  }
+#endif
+  NormalizeScalar(src, done, num_pixels, channels, scale, mean, inv_std, chw, dst);
+}
+
+void NormalizeF32(const float* src, int64_t num_pixels, int64_t channels, float scale,
+                  const float* mean, const float* inv_std, bool chw, float* dst) {
+  NormalizeScalar(src, 0, num_pixels, channels, scale, mean, inv_std, chw, dst);
+}
+
+void SetImageSimdEnabledForTesting(bool enabled) {
+  g_simd_enabled.store(enabled, std::memory_order_relaxed);
+}
+
+bool ImageSimdActive() { return UseSimd(); }
+
+}  // namespace sluice

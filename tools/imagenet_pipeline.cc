@@ -1,0 +1,50 @@
+#include "imagenet_pipeline.h"
+
+#include <vector>
+
+namespace sluice {
+
+Dataset ImagenetPipeline(const std::string& data_dir, const ImagenetPipelineOptions& opts) {
+  Function open_shard = Function::DatasetFunction(
+      "open_shard",
+      [](Element file, FunctionContext&) -> Result<Dataset> {
+        return Dataset::TFRecord({file[0].scalar<std::string>()});
+      },
+      {}, [](const ElementSpec&) -> Result<ElementSpec> {
+        return ElementSpec{{{DType::kString, PartialShape{}}}};
+      });
+  auto parse = Function::Kernel(
+      "parse_example", {{"keys", std::vector<std::string>{"image/encoded", "image/class/label"}},
+                        {"kinds", std::vector<std::string>{"fixed", "fixed"}},
+                        {"dtypes", std::vector<DType>{DType::kString, DType::kInt64}},
+                        {"shapes", std::vector<PartialShape>{PartialShape{}, PartialShape{}}}});
+  auto crop = Function::Kernel(
+      "decode_and_random_crop",
+      {{"size", std::vector<int64_t>{opts.image_size, opts.image_size}}, {"channels", int64_t{3}}});
+  auto flip = Function::Kernel("random_flip_left_right", {});
+  auto normalize = Function::Kernel(
+      "normalize", {{"mean", std::vector<double>(kImagenetMean, kImagenetMean + 3)},
+                    {"std", std::vector<double>(kImagenetStd, kImagenetStd + 3)},
+                    {"layout", std::string("CHW")}});
+  for (const auto* f : {&parse, &crop, &flip, &normalize}) {
+    if (!f->ok()) return Dataset(f->status());
+  }
+  const int64_t npc = opts.parallel ? kAutotune : 1;
+  Dataset files =
+      Dataset::ListFiles({data_dir + "/tfrecord/train-*"}, /*shuffle=*/true, opts.seed)
+          .Repeat(opts.epochs);
+  Dataset records = (opts.parallel ? files.Interleave(open_shard, /*cycle_length=*/4,
+                                                      /*block_length=*/1, kAutotune)
+                                   : files.Interleave(open_shard, 4, 1))
+                        .Shuffle(1024, opts.seed);
+  if (!opts.parallel) {
+    return records.Map(*parse).Map(*crop).Map(*flip).Map(*normalize).Batch(opts.batch_size);
+  }
+  return records.Map(*parse, npc)
+      .Map(*crop, npc)
+      .Map(*flip, npc)
+      .MapAndBatch(*normalize, opts.batch_size, npc)
+      .Prefetch(2);
+}
+
+}  // namespace sluice
