@@ -7,11 +7,11 @@
 //     -> map(cast labels to int64) -> repeat -> prefetch(AUTOTUNE)
 //
 // The consumer gets {"image": float32 [256, 1, 28, 28], "label": int64 [256]}, the last
-// batch of each epoch short (60000 = 234 * 256 + 96), as torch's DataLoader(batch_size=256,
-// shuffle=True) gives. The shuffle buffer holds the whole training set (60000), so each
-// epoch is a uniform permutation, reshuffled every epoch, like DataLoader's RandomSampler.
-// The cache keeps the decompressed rows in memory after the first epoch, as
-// torchvision.datasets.FashionMNIST holds its tensors in memory.
+// batch of each epoch short (60000 = 234 * 256 + 96), as torch's
+// DataLoader(batch_size=256, shuffle=True) gives. The shuffle buffer holds the whole
+// training set (60000), so each epoch is a uniform permutation, reshuffled every epoch,
+// like DataLoader's RandomSampler. The cache keeps the decompressed rows in memory after
+// the first epoch, as torchvision.datasets.FashionMNIST holds its tensors in memory.
 //
 // args.sequential: map + map + batch + map + repeat, no parallel op and no prefetch.
 #include <string>
@@ -34,15 +34,16 @@ Function AddChannelDim() {
       [](Element e, FunctionContext&) -> Result<Element> {
         const Shape& s = e[0].shape();
         if (s.rank() != 2) {
-          return InvalidArgumentError("add_channel_dim: expected a [height, width] image, got " +
-                                      s.ToString());
+          return InvalidArgumentError(
+              "add_channel_dim: expected a [height, width] image, got " + s.ToString());
         }
         SLUICE_ASSIGN_OR_RETURN(e[0], e[0].Reshape(Shape{s.dim(0), s.dim(1), 1}));
         return e;
       },
       {.is_random = false, .skippable = true},
       [](const ElementSpec& in) -> Result<ElementSpec> {
-        if (in.unknown || in.size() < 1 || !in[0].shape.rank_known() || in[0].shape.rank() != 2) {
+        if (in.unknown || in.size() < 1 || !in[0].shape.rank_known() ||
+            in[0].shape.rank() != 2) {
           return in;
         }
         ElementSpec out = in;
@@ -55,16 +56,18 @@ Function AddChannelDim() {
 }  // namespace
 
 Result<BenchResult> BenchFashionMnist(const BenchArgs& args) {
-  const std::string dir = args.data.empty() ? "/usr/share/datasets/fashion-mnist" : args.data;
+  const std::string dir =
+      args.data.empty() ? "/usr/share/datasets/fashion-mnist" : args.data;
   const int64_t batch = args.batch_size > 0 ? args.batch_size : kDefaultBatch;
   SLUICE_ASSIGN_OR_RETURN(
       Function normalize,
       Function::Kernel("normalize", {{"mean", std::vector<double>{kMean}},
                                      {"std", std::vector<double>{kStd}},
                                      {"layout", std::string("CHW")}}));
-  SLUICE_ASSIGN_OR_RETURN(Function cast_labels,
-                          Function::Kernel("cast", {{"dtype", DType::kInt64},
-                                                    {"components", std::vector<int64_t>{1}}}));
+  SLUICE_ASSIGN_OR_RETURN(
+      Function cast_labels,
+      Function::Kernel(
+          "cast", {{"dtype", DType::kInt64}, {"components", std::vector<int64_t>{1}}}));
   Dataset rows = Dataset::Zip({Dataset::Idx(dir + "/train-images-idx3-ubyte.gz"),
                                Dataset::Idx(dir + "/train-labels-idx1-ubyte.gz")})
                      .Cache()
@@ -81,9 +84,8 @@ Result<BenchResult> BenchFashionMnist(const BenchArgs& args) {
   }
   SLUICE_RETURN_IF_ERROR(ds.status());
   SLUICE_ASSIGN_OR_RETURN(
-      BenchResult r,
-      TimePipeline(ds, args, "fashion_mnist",
-                   [](const Element& b) { return b[1].num_elements(); }));
+      BenchResult r, TimePipeline(ds, args, "fashion_mnist",
+                                  [](const Element& b) { return b[1].num_elements(); }));
   r.extra["batch_size"] = batch;
   r.extra["shuffle_buffer"] = kTrainSize;
   return r;

@@ -1,7 +1,9 @@
 #include "sluice/tensor.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <vector>
 #include <sstream>
 
 namespace sluice {
@@ -239,16 +241,133 @@ std::string PartialShape::ToString() const {
 
 // ---- Buffer ----
 
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheAllowed = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kCacheAllowed = false;
+#else
+constexpr bool kCacheAllowed = true;
+#endif
+#else
+constexpr bool kCacheAllowed = true;
+#endif
+
+// Rounds a large block size up to its class: 8 classes per power of two.
+size_t LargeClass(size_t bytes) {
+  const int top = 63 - __builtin_clzll(bytes);
+  const size_t step = size_t{1} << (top - 3);
+  return (bytes + step - 1) & ~(step - 1);
+}
+
+// Free large blocks by size class, oldest first; a linear scan is fine: at most
+// kMaxBlocks entries, and each allocation it serves is >= 256 KiB.
+class LargeBlockCache {
+ public:
+  static LargeBlockCache& Get() {
+    static auto* cache = new LargeBlockCache();  // never destroyed: frees may come late
+    return *cache;
+  }
+  void* Take(size_t block_bytes) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (blocks_[i].bytes == block_bytes) {
+        void* p = blocks_[i].mem;
+        bytes_ -= block_bytes;
+        blocks_.erase(blocks_.begin() + i);
+        return p;
+      }
+    }
+    return nullptr;
+  }
+  // Keeps `mem` for reuse, or frees it (and older blocks) to stay within the capacity.
+  void Put(void* mem, size_t block_bytes) {
+    std::vector<void*> drop;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (block_bytes > capacity_) {
+        drop.push_back(mem);
+      } else {
+        while (!blocks_.empty() && (bytes_ + block_bytes > capacity_ || blocks_.size() >= kMaxBlocks)) {
+          drop.push_back(blocks_.front().mem);
+          bytes_ -= blocks_.front().bytes;
+          blocks_.erase(blocks_.begin());
+        }
+        blocks_.push_back({mem, block_bytes});
+        bytes_ += block_bytes;
+      }
+    }
+    for (void* p : drop) std::free(p);
+  }
+  void SetCapacity(size_t bytes) {
+    std::vector<void*> drop;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      capacity_ = bytes;
+      while (!blocks_.empty() && bytes_ > capacity_) {
+        drop.push_back(blocks_.front().mem);
+        bytes_ -= blocks_.front().bytes;
+        blocks_.erase(blocks_.begin());
+      }
+    }
+    for (void* p : drop) std::free(p);
+  }
+  size_t capacity() {
+    std::lock_guard<std::mutex> l(mu_);
+    return capacity_;
+  }
+  size_t bytes() {
+    std::lock_guard<std::mutex> l(mu_);
+    return bytes_;
+  }
+
+ private:
+  static constexpr size_t kMaxBlocks = 256;
+  LargeBlockCache() {
+    capacity_ = kCacheAllowed ? size_t{256} << 20 : 0;
+    if (const char* env = std::getenv("SLUICE_BUFFER_CACHE_MB"); env != nullptr && kCacheAllowed) {
+      capacity_ = static_cast<size_t>(std::strtoull(env, nullptr, 10)) << 20;
+    }
+  }
+  struct Block {
+    void* mem;
+    size_t bytes;
+  };
+  std::mutex mu_;
+  std::vector<Block> blocks_;
+  size_t bytes_ = 0;
+  size_t capacity_ = 0;
+};
+
+}  // namespace
+
+void Buffer::SetCacheCapacity(size_t bytes) {
+  LargeBlockCache::Get().SetCapacity(kCacheAllowed ? bytes : 0);
+}
+
+size_t Buffer::CachedBytes() { return LargeBlockCache::Get().bytes(); }
+
 // The Buffer header and its data share one malloc block (malloc's per-thread caches are much
 // faster than aligned_alloc): the data starts at the first 64-byte boundary after the header.
 BufferPtr Buffer::Allocate(size_t bytes) {
-  void* mem = std::malloc(sizeof(Buffer) + kAlignment + bytes);
+  size_t total = sizeof(Buffer) + kAlignment + bytes;
+  void* mem = nullptr;
+  size_t block_bytes = 0;
+  if (total >= kLargeBlockBytes && LargeBlockCache::Get().capacity() > 0) {
+    block_bytes = LargeClass(total);
+    mem = LargeBlockCache::Get().Take(block_bytes);
+    total = block_bytes;
+  }
+  if (mem == nullptr) mem = std::malloc(total);
   if (mem == nullptr) throw std::bad_alloc();
   Buffer* b = new (mem) Buffer();
   auto addr = reinterpret_cast<uintptr_t>(mem) + sizeof(Buffer);
   addr = (addr + kAlignment - 1) & ~static_cast<uintptr_t>(kAlignment - 1);
   b->data_ = reinterpret_cast<void*>(addr);
   b->size_ = bytes;
+  b->block_bytes_ = block_bytes;
   return BufferPtr(b);
 }
 
@@ -285,8 +404,13 @@ void Buffer::Free() {
     if (*release_) (*release_)();
     delete release_;
   }
+  const size_t block_bytes = block_bytes_;
   this->~Buffer();
-  std::free(this);
+  if (block_bytes > 0) {
+    LargeBlockCache::Get().Put(this, block_bytes);
+  } else {
+    std::free(this);
+  }
 }
 
 // ---- Tensor ----

@@ -2,6 +2,8 @@
 #include "datagen/imagenet_like.h"
 
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,9 +21,6 @@
 #include <regex>
 #include <thread>
 #include <vector>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "formats/image_codec.h"
 #include "formats/proto/example.pb.h"
@@ -45,7 +44,8 @@ const float* SinTable() {
   static const std::array<float, 1 << kSinBits>* table = [] {
     auto* t = new std::array<float, 1 << kSinBits>;
     for (int i = 0; i < (1 << kSinBits); ++i) {
-      (*t)[i] = static_cast<float>(std::sin(2.0 * std::numbers::pi * i / (1 << kSinBits)));
+      (*t)[i] =
+          static_cast<float>(std::sin(2.0 * std::numbers::pi * i / (1 << kSinBits)));
     }
     return t;
   }();
@@ -57,7 +57,9 @@ inline float SinCycles(const float* table, float cycles) {
   return table[static_cast<int>(frac * (1 << kSinBits)) & ((1 << kSinBits) - 1)];
 }
 
-double UniformIn(Rng& rng, double lo, double hi) { return lo + (hi - lo) * rng.Uniform(); }
+double UniformIn(Rng& rng, double lo, double hi) {
+  return lo + (hi - lo) * rng.Uniform();
+}
 double LogUniformIn(Rng& rng, double lo, double hi) {
   return std::exp(UniformIn(rng, std::log(lo), std::log(hi)));
 }
@@ -70,14 +72,27 @@ std::array<float, 3> HsvToRgb(double h, double s, double v) {
   const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
   double r, g, b;
   switch (i) {
-    case 0: r = v, g = t, b = p; break;
-    case 1: r = q, g = v, b = p; break;
-    case 2: r = p, g = v, b = t; break;
-    case 3: r = p, g = q, b = v; break;
-    case 4: r = t, g = p, b = v; break;
-    default: r = v, g = p, b = q; break;
+    case 0:
+      r = v, g = t, b = p;
+      break;
+    case 1:
+      r = q, g = v, b = p;
+      break;
+    case 2:
+      r = p, g = v, b = t;
+      break;
+    case 3:
+      r = p, g = q, b = v;
+      break;
+    case 4:
+      r = t, g = p, b = v;
+      break;
+    default:
+      r = v, g = p, b = q;
+      break;
   }
-  return {static_cast<float>(r * 255), static_cast<float>(g * 255), static_cast<float>(b * 255)};
+  return {static_cast<float>(r * 255), static_cast<float>(g * 255),
+          static_cast<float>(b * 255)};
 }
 
 // The class's hue, spread around the color wheel by the golden ratio.
@@ -88,7 +103,8 @@ double ClassHue(int64_t label) {
 
 // A color near the class hue (or any color, one time in three).
 std::array<float, 3> DrawColor(Rng& rng, int64_t label) {
-  const double hue = rng.Uniform() < 0.67 ? ClassHue(label) + 0.08 * rng.Normal() : rng.Uniform();
+  const double hue =
+      rng.Uniform() < 0.67 ? ClassHue(label) + 0.08 * rng.Normal() : rng.Uniform();
   return HsvToRgb(hue, UniformIn(rng, 0.15, 0.85), UniformIn(rng, 0.2, 0.95));
 }
 
@@ -96,7 +112,8 @@ ImagenetLikeImage DrawParams(Rng& rng, int64_t num_classes, int64_t index) {
   ImagenetLikeImage p;
   p.index = index;
   p.label = index % num_classes;
-  p.width = std::clamp<int64_t>(std::llround(440.0 * std::exp(0.2 * rng.Normal())), 250, 800);
+  p.width =
+      std::clamp<int64_t>(std::llround(440.0 * std::exp(0.2 * rng.Normal())), 250, 800);
   const double pick = rng.Uniform();
   double aspect;
   if (pick < 0.40) {
@@ -113,9 +130,10 @@ ImagenetLikeImage DrawParams(Rng& rng, int64_t num_classes, int64_t index) {
     aspect = LogUniformIn(rng, 0.6, 2.0);
   }
   aspect *= std::exp(0.03 * rng.Normal());
-  p.height = std::clamp<int64_t>(std::llround(static_cast<double>(p.width) / aspect), 200, 800);
+  p.height =
+      std::clamp<int64_t>(std::llround(static_cast<double>(p.width) / aspect), 200, 800);
   const int64_t q = rng.Uniform() < 0.7 ? std::llround(90.0 + 2.5 * rng.Normal())
-                                         : 75 + static_cast<int64_t>(rng.UniformInt(23));
+                                        : 75 + static_cast<int64_t>(rng.UniformInt(23));
   p.quality = static_cast<int>(std::clamp<int64_t>(q, 75, 97));
   p.channels = rng.Uniform() < 0.02 ? 1 : 3;
   return p;
@@ -186,11 +204,15 @@ constexpr int kTileBits = 7;
 constexpr int kTile = 1 << kTileBits;
 constexpr int kTileMask = kTile - 1;
 
-inline float ByteToUnit(uint32_t b) { return (static_cast<float>(b & 0xff) - 127.5f) / 127.5f; }
+inline float ByteToUnit(uint32_t b) {
+  return (static_cast<float>(b & 0xff) - 127.5f) / 127.5f;
+}
 
 struct Texture {
   std::vector<float> plane[3];
-  const float* row(int c, int64_t y) const { return plane[c].data() + (y & kTileMask) * kTile; }
+  const float* row(int c, int64_t y) const {
+    return plane[c].data() + (y & kTileMask) * kTile;
+  }
 };
 
 Texture MakeTexture(Rng& rng) {
@@ -198,7 +220,8 @@ Texture MakeTexture(Rng& rng) {
   auto texel = [&](float* out) {
     const uint32_t r = rng.Next32();
     const float l = ByteToUnit(r);
-    for (int c = 0; c < 3; ++c) out[c] = (1 - chroma) * l + chroma * ByteToUnit(r >> (8 * (c + 1)));
+    for (int c = 0; c < 3; ++c)
+      out[c] = (1 - chroma) * l + chroma * ByteToUnit(r >> (8 * (c + 1)));
   };
   Texture t;
   for (auto& p : t.plane) p.assign(kTile * kTile, 0.0f);
@@ -265,18 +288,22 @@ void PaintShape(Rng& rng, const float* sin_table, const Texture& tex, const Canv
   const double theta = rng.Uniform() * std::numbers::pi;
   const std::array<float, 3> color = DrawColor(rng, label);
   const double shade = UniformIn(rng, -45, 45);
-  const float soft = static_cast<float>(rng.Uniform() < 0.6 ? 0.7 : LogUniformIn(rng, 1.5, 5));
-  const float opacity = static_cast<float>(rng.Uniform() < 0.6 ? 1.0 : UniformIn(rng, 0.6, 1));
+  const float soft =
+      static_cast<float>(rng.Uniform() < 0.6 ? 0.7 : LogUniformIn(rng, 1.5, 5));
+  const float opacity =
+      static_cast<float>(rng.Uniform() < 0.6 ? 1.0 : UniformIn(rng, 0.6, 1));
   const bool striped = rng.Uniform() < 0.3;
   const double period = LogUniformIn(rng, 3, 16);
   const double psi = rng.Uniform() * std::numbers::pi;
   const float stripe_amp = static_cast<float>(UniformIn(rng, 6, 28));
-  const float tex_amp = static_cast<float>(std::min(75.0, LogUniformIn(rng, 18, 65) * detail));
+  const float tex_amp =
+      static_cast<float>(std::min(75.0, LogUniformIn(rng, 18, 65) * detail));
   const int zoom = static_cast<int>(rng.UniformInt(2));
   const int64_t ox = static_cast<int64_t>(rng.UniformInt(kTile));
   const int64_t oy = static_cast<int64_t>(rng.UniformInt(kTile));
 
-  const float ct = static_cast<float>(std::cos(theta)), st = static_cast<float>(std::sin(theta));
+  const float ct = static_cast<float>(std::cos(theta)),
+              st = static_cast<float>(std::sin(theta));
   const float sx = static_cast<float>(std::cos(psi) / period);
   const float sy = static_cast<float>(std::sin(psi) / period);
   const float fa = static_cast<float>(a), fb = static_cast<float>(b);
@@ -284,7 +311,8 @@ void PaintShape(Rng& rng, const float* sin_table, const Texture& tex, const Canv
   const float inv_soft = 1.0f / soft;
   const float shade_f = static_cast<float>(shade);
   const double reach = std::max(a, b) + soft + 1;
-  const int64_t y_begin = std::max<int64_t>(0, static_cast<int64_t>(std::floor(cy - reach)));
+  const int64_t y_begin =
+      std::max<int64_t>(0, static_cast<int64_t>(std::floor(cy - reach)));
   const int64_t y_end = std::min<int64_t>(h, static_cast<int64_t>(std::ceil(cy + reach)));
   const float fcx = static_cast<float>(cx), fcy = static_cast<float>(cy);
   // Per row, the x interval that can be covered: the shape grown by the edge and a pixel
@@ -324,8 +352,10 @@ void PaintShape(Rng& rng, const float* sin_table, const Texture& tex, const Canv
         continue;
       }
     }
-    const int64_t x_begin = std::max<int64_t>(0, static_cast<int64_t>(std::floor(cx + lo)) - 1);
-    const int64_t x_end = std::min<int64_t>(w, static_cast<int64_t>(std::ceil(cx + hi)) + 2);
+    const int64_t x_begin =
+        std::max<int64_t>(0, static_cast<int64_t>(std::floor(cx + lo)) - 1);
+    const int64_t x_end =
+        std::min<int64_t>(w, static_cast<int64_t>(std::ceil(cx + hi)) + 2);
     const float dy = static_cast<float>(y) - fcy;
     float* r0 = img.row(0, y);
     float* r1 = img.row(1, y);
@@ -399,7 +429,8 @@ Tensor Render(Rng& rng, const ImagenetLikeImage& p) {
     const double fx = UniformIn(rng, -2.5, 2.5) / w, fy = UniformIn(rng, -2.5, 2.5) / h;
     const double phase = rng.Uniform();
     const double a = UniformIn(rng, 8, 35);
-    for (int c = 0; c < 3; ++c) amp[k][c] = static_cast<float>(a * (1 + 0.4 * rng.Normal()));
+    for (int c = 0; c < 3; ++c)
+      amp[k][c] = static_cast<float>(a * (1 + 0.4 * rng.Normal()));
     for (int64_t x = 0; x < w; ++x) {
       const float t = static_cast<float>(fx * x + phase);
       wx_sin[k][x] = SinCycles(sin_table, t);
@@ -411,7 +442,8 @@ Tensor Render(Rng& rng, const ImagenetLikeImage& p) {
       wy_cos[k][y] = SinCycles(sin_table, t + 0.25f);
     }
   }
-  const float bg_tex = static_cast<float>(std::min(75.0, LogUniformIn(rng, 18, 65) * detail));
+  const float bg_tex =
+      static_cast<float>(std::min(75.0, LogUniformIn(rng, 18, 65) * detail));
   CoarseField mask_field(h, w, UniformIn(rng, 60, 160),
                          [&] { return static_cast<float>(UniformIn(rng, -0.2, 1.6)); });
   std::vector<float> xs(w), mask(w), wave(w);
@@ -419,7 +451,8 @@ Tensor Render(Rng& rng, const ImagenetLikeImage& p) {
   for (int64_t y = 0; y < h; ++y) {
     const float ys = static_cast<float>(y) / h - 0.5f;
     mask_field.Row(y, mask.data());
-    for (int64_t x = 0; x < w; ++x) mask[x] = std::min(std::max(mask[x], 0.0f), 1.0f) * bg_tex;
+    for (int64_t x = 0; x < w; ++x)
+      mask[x] = std::min(std::max(mask[x], 0.0f), 1.0f) * bg_tex;
     for (int c = 0; c < 3; ++c) {
       float* __restrict row = img.row(c, y);
       const float rb = base[c] + gy[c] * ys, g = gx[c];
@@ -431,7 +464,8 @@ Tensor Render(Rng& rng, const ImagenetLikeImage& p) {
       const float* __restrict sx = wx_sin[k].data();
       const float* __restrict cx = wx_cos[k].data();
       float* __restrict s = wave.data();
-      for (int64_t x = 0; x < w; ++x) s[x] = sx[x] * cy + cx[x] * sy;  // sin(2pi(fx x+fy y+phase))
+      for (int64_t x = 0; x < w; ++x)
+        s[x] = sx[x] * cy + cx[x] * sy;  // sin(2pi(fx x+fy y+phase))
       for (int c = 0; c < 3; ++c) {
         float* __restrict row = img.row(c, y);
         const float a = amp[k][c];
@@ -442,13 +476,14 @@ Tensor Render(Rng& rng, const ImagenetLikeImage& p) {
 
   // Shapes, painted back to front, then clutter: many small objects, the edges
   // photographs are full of.
-  const int shapes =
-      std::clamp(static_cast<int>(std::lround(4 + rng.UniformInt(8) * std::min(detail, 1.6))), 4,
-                 14);
+  const int shapes = std::clamp(
+      static_cast<int>(std::lround(4 + rng.UniformInt(8) * std::min(detail, 1.6))), 4,
+      14);
   for (int i = 0; i < shapes; ++i) {
     PaintShape(rng, sin_table, tex, img, p.label, detail, 0.04, 0.4);
   }
-  const int clutter = static_cast<int>(std::min(200.0, LogUniformIn(rng, 10, 120) * detail));
+  const int clutter =
+      static_cast<int>(std::min(200.0, LogUniformIn(rng, 10, 120) * detail));
   for (int i = 0; i < clutter; ++i) {
     PaintShape(rng, sin_table, tex, img, p.label, detail, 0.008, 0.05);
   }
@@ -469,10 +504,12 @@ Tensor Render(Rng& rng, const ImagenetLikeImage& p) {
     for (int64_t x = 0; x < w; x += 2) {
       const uint32_t bits = rng.Next32();
       add[x] += static_cast<float>(static_cast<int>(bits & 0xff) +
-                                   static_cast<int>((bits >> 8) & 0xff) - 255) * grain;
+                                   static_cast<int>((bits >> 8) & 0xff) - 255) *
+                grain;
       if (x + 1 < w) {
         add[x + 1] += static_cast<float>(static_cast<int>((bits >> 16) & 0xff) +
-                                         static_cast<int>(bits >> 24) - 255) * grain;
+                                         static_cast<int>(bits >> 24) - 255) *
+                      grain;
       }
     }
     uint8_t* out_row = dst + y * w * p.channels;
@@ -496,7 +533,8 @@ Tensor Render(Rng& rng, const ImagenetLikeImage& p) {
       const float* r2 = img.row(2, y);
       for (int64_t x = 0; x < w; ++x) {
         const float l = 0.299f * r0[x] + 0.587f * r1[x] + 0.114f * r2[x] + add[x];
-        out_row[x] = static_cast<uint8_t>(static_cast<int>(std::min(std::max(l, 0.0f), 255.0f) + 0.5f));
+        out_row[x] = static_cast<uint8_t>(
+            static_cast<int>(std::min(std::max(l, 0.0f), 255.0f) + 0.5f));
       }
     }
   }
@@ -514,7 +552,9 @@ std::string RelativePath(int64_t label, int64_t index) {
 
 Status WriteWholeFile(const std::string& path, std::string_view data) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return UnavailableError("datagen: cannot create " + path + ": " + std::strerror(errno));
+  if (fd < 0)
+    return UnavailableError("datagen: cannot create " + path + ": " +
+                            std::strerror(errno));
   size_t off = 0;
   while (off < data.size()) {
     const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
@@ -522,12 +562,14 @@ Status WriteWholeFile(const std::string& path, std::string_view data) {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      return UnavailableError("datagen: cannot write " + path + ": " + std::strerror(err));
+      return UnavailableError("datagen: cannot write " + path + ": " +
+                              std::strerror(err));
     }
     off += static_cast<size_t>(n);
   }
   if (::close(fd) != 0) {
-    return UnavailableError("datagen: cannot close " + path + ": " + std::strerror(errno));
+    return UnavailableError("datagen: cannot close " + path + ": " +
+                            std::strerror(errno));
   }
   return Status::OK();
 }
@@ -560,13 +602,15 @@ Status RemoveStaleFiles(const std::string& out_dir) {
     if (!fs::is_directory(dir, ec)) return Status::OK();
     std::vector<fs::path> doomed;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (entry.is_regular_file(ec) && std::regex_match(entry.path().filename().string(), re)) {
+      if (entry.is_regular_file(ec) &&
+          std::regex_match(entry.path().filename().string(), re)) {
         doomed.push_back(entry.path());
       }
     }
     for (const fs::path& f : doomed) {
       if (!fs::remove(f, ec) && ec) {
-        return UnavailableError("datagen: cannot remove stale " + f.string() + ": " + ec.message());
+        return UnavailableError("datagen: cannot remove stale " + f.string() + ": " +
+                                ec.message());
       }
     }
     return Status::OK();
@@ -575,7 +619,8 @@ Status RemoveStaleFiles(const std::string& out_dir) {
   const fs::path train = fs::path(out_dir) / "train";
   if (fs::is_directory(train, ec)) {
     for (const auto& entry : fs::directory_iterator(train, ec)) {
-      if (entry.is_directory(ec) && std::regex_match(entry.path().filename().string(), kClassDir)) {
+      if (entry.is_directory(ec) &&
+          std::regex_match(entry.path().filename().string(), kClassDir)) {
         SLUICE_RETURN_IF_ERROR(remove_matching(entry.path(), kJpeg));
       }
     }
@@ -599,7 +644,8 @@ std::string ImagenetWnid(int64_t label) {
   return buf;
 }
 
-std::string TfrecordShardPath(const std::string& out_dir, int64_t shard, int64_t num_shards) {
+std::string TfrecordShardPath(const std::string& out_dir, int64_t shard,
+                              int64_t num_shards) {
   char buf[48];
   std::snprintf(buf, sizeof(buf), "/tfrecord/train-%05lld-of-%05lld",
                 static_cast<long long>(shard), static_cast<long long>(num_shards));
@@ -626,7 +672,8 @@ Tensor RenderImagenetLike(uint64_t seed, int64_t num_classes, int64_t index) {
   return Render(rng, p);
 }
 
-Result<std::string> EncodeImagenetLike(uint64_t seed, int64_t num_classes, int64_t index) {
+Result<std::string> EncodeImagenetLike(uint64_t seed, int64_t num_classes,
+                                       int64_t index) {
   Rng rng = ImageRng(seed, index);
   const ImagenetLikeImage p = DrawParams(rng, num_classes, index);
   return EncodeJpeg(Render(rng, p), p.quality, "420");
@@ -643,8 +690,9 @@ Status GenerateImagenetLike(const std::string& out_dir, const ImagenetLikeOption
                                 std::to_string(opts.num_classes));
   }
   if (opts.tfrecord_shards < 0 || opts.tfrecord_shards > 99999) {
-    return InvalidArgumentError("datagen imagenet: tfrecord_shards must be in 0..99999, got " +
-                                std::to_string(opts.tfrecord_shards));
+    return InvalidArgumentError(
+        "datagen imagenet: tfrecord_shards must be in 0..99999, got " +
+        std::to_string(opts.tfrecord_shards));
   }
   if (opts.threads < 0) {
     return InvalidArgumentError("datagen imagenet: threads must be >= 0, got " +
@@ -660,21 +708,26 @@ Status GenerateImagenetLike(const std::string& out_dir, const ImagenetLikeOption
 
   std::error_code ec;
   fs::create_directories(out_dir, ec);
-  if (ec) return UnavailableError("datagen: cannot create " + out_dir + ": " + ec.message());
+  if (ec)
+    return UnavailableError("datagen: cannot create " + out_dir + ": " + ec.message());
   SLUICE_RETURN_IF_ERROR(RemoveStaleFiles(out_dir));
   if (opts.jpeg_folder) {
     for (int64_t c = 0; c < std::min(n, opts.num_classes); ++c) {
       const std::string dir = out_dir + "/train/" + ImagenetWnid(c);
       fs::create_directories(dir, ec);
-      if (ec) return UnavailableError("datagen: cannot create " + dir + ": " + ec.message());
+      if (ec)
+        return UnavailableError("datagen: cannot create " + dir + ": " + ec.message());
     }
   }
   std::vector<std::unique_ptr<TFRecordWriter>> writers;
   if (shards > 0) {
     fs::create_directories(out_dir + "/tfrecord", ec);
-    if (ec) return UnavailableError("datagen: cannot create " + out_dir + "/tfrecord: " + ec.message());
+    if (ec)
+      return UnavailableError("datagen: cannot create " + out_dir +
+                              "/tfrecord: " + ec.message());
     for (int64_t s = 0; s < shards; ++s) {
-      SLUICE_ASSIGN_OR_RETURN(auto w, TFRecordWriter::Open(TfrecordShardPath(out_dir, s, shards)));
+      SLUICE_ASSIGN_OR_RETURN(
+          auto w, TFRecordWriter::Open(TfrecordShardPath(out_dir, s, shards)));
       writers.push_back(std::move(w));
     }
   }
@@ -692,9 +745,9 @@ Status GenerateImagenetLike(const std::string& out_dir, const ImagenetLikeOption
 
   // Workers render and encode positions in order of claim; the calling thread writes
   // the shards in position order through a bounded window of finished images.
-  const int64_t threads =
-      std::max<int64_t>(1, std::min<int64_t>(opts.threads > 0 ? opts.threads : AvailableCores(),
-                                             std::max<int64_t>(n, 1)));
+  const int64_t threads = std::max<int64_t>(
+      1, std::min<int64_t>(opts.threads > 0 ? opts.threads : AvailableCores(),
+                           std::max<int64_t>(n, 1)));
   const int64_t window = std::max<int64_t>(16, 8 * threads);
   std::mutex mu;
   std::condition_variable cv;
@@ -717,7 +770,8 @@ Status GenerateImagenetLike(const std::string& out_dir, const ImagenetLikeOption
       const int64_t index = order[pos];
       Rng rng = ImageRng(seed, index);
       g.params = DrawParams(rng, opts.num_classes, index);
-      Result<std::string> jpeg = EncodeJpeg(Render(rng, g.params), g.params.quality, "420");
+      Result<std::string> jpeg =
+          EncodeJpeg(Render(rng, g.params), g.params.quality, "420");
       const std::string rel = RelativePath(g.params.label, index);
       if (!jpeg.ok()) {
         g.status = jpeg.status().WithContext("datagen: image " + std::to_string(index));
@@ -765,7 +819,8 @@ Status GenerateImagenetLike(const std::string& out_dir, const ImagenetLikeOption
     if (shards > 0) {
       Status s = writers[pos % shards]->Write(SerializeExample(g.jpeg, g.params));
       if (!s.ok()) {
-        return finish(s.WithContext("datagen: " + TfrecordShardPath(out_dir, pos % shards, shards)));
+        return finish(s.WithContext("datagen: " +
+                                    TfrecordShardPath(out_dir, pos % shards, shards)));
       }
     }
     manifest[g.params.index] = std::move(g.manifest_line);
@@ -773,8 +828,8 @@ Status GenerateImagenetLike(const std::string& out_dir, const ImagenetLikeOption
   }
   SLUICE_RETURN_IF_ERROR(finish(Status::OK()));
   for (int64_t s = 0; s < shards; ++s) {
-    SLUICE_RETURN_IF_ERROR(
-        writers[s]->Close().WithContext("datagen: " + TfrecordShardPath(out_dir, s, shards)));
+    SLUICE_RETURN_IF_ERROR(writers[s]->Close().WithContext(
+        "datagen: " + TfrecordShardPath(out_dir, s, shards)));
   }
 
   // The MANIFEST last, atomically: its presence marks a complete set.

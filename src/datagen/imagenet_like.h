@@ -2,10 +2,10 @@
 // `sluice demo`, `sluice bench imagenet`).
 //
 // GenerateImagenetLike(out_dir, opts) writes
-//  * out_dir/train/<wnid>/<wnid>_<index>.JPEG when opts.jpeg_folder: one folder per class,
-//    named like ImageNet's WordNet ids with the class id padded to 8 digits
-//    ("n00000003"), so torchvision's ImageFolder and Dataset::ImageFolder read it (classes
-//    sorted by name = by id). <index> is the image's global index 0..num_images-1.
+//  * out_dir/train/<wnid>/<wnid>_<index>.JPEG when opts.jpeg_folder: one folder per
+//    class, named like ImageNet's WordNet ids with the class id padded to 8 digits
+//    ("n00000003"), so torchvision's ImageFolder and Dataset::ImageFolder read it
+//    (classes sorted by name = by id). <index> is the image's global index 0..n-1.
 //  * out_dir/tfrecord/train-SSSSS-of-NNNNN (TfrecordShardPath) when opts.tfrecord_shards
 //    > 0: uncompressed TFRecord files of serialized tf.train.Example protos with features
 //      "image/encoded"      bytes  the JPEG file
@@ -19,8 +19,8 @@
 //    complete set): one line per image in index order, tab-separated:
 //      <relative path> <label> <width> <height> <quality> <bytes> <hash>
 //    where the path is the JPEG's path under out_dir (train/<wnid>/<wnid>_<i>.JPEG, also
-//    when no folder is written: it names the image) and the hash is the FNV-1a 64-bit hash
-//    of the JPEG bytes as 16 lowercase hex digits.
+//    when no folder is written: it names the image) and the hash is the FNV-1a 64-bit
+//    hash of the JPEG bytes as 16 lowercase hex digits.
 // Files of an earlier run that match these names (train/n????????/n????????_*.JPEG,
 // tfrecord/train-?????-of-?????, MANIFEST) are removed first, so a smaller or
 // differently sharded set never mixes with stale files. Nothing else is touched.
@@ -49,9 +49,9 @@
 //
 // Determinism: every image is a pure function of (seed, index): all its randomness comes
 // from sluice's Rng keyed by the seed, stream = index, so the output does not depend on
-// opts.threads or on scheduling. Same options -> bit-identical files, given the same build,
-// libm and libjpeg-turbo: per pixel only IEEE arithmetic (+ - * / sqrt, no fast-math) and
-// a fixed sine table; libm's exp/log/sin/cos only per image and per shape.
+// opts.threads or on scheduling. Same options -> bit-identical files, given the same
+// build, libm and libjpeg-turbo: per pixel only IEEE arithmetic (+ - * / sqrt, no
+// fast-math) and a fixed sine table; libm's exp/log/sin/cos only per image and shape.
 //
 // Thread-safety: reentrant; concurrent calls must use different out_dirs.
 #ifndef SLUICE_DATAGEN_IMAGENET_LIKE_H_
@@ -67,12 +67,12 @@
 namespace sluice {
 
 struct ImagenetLikeOptions {
-  int64_t num_images = 1000;   // 0..10^9
-  int64_t num_classes = 10;    // 1..10^8 (wnids have 8 digits)
+  int64_t num_images = 1000;  // 0..10^9
+  int64_t num_classes = 10;   // 1..10^8 (wnids have 8 digits)
   uint64_t seed = 0;
-  bool jpeg_folder = true;     // write out_dir/train/<wnid>/*.JPEG
-  int64_t tfrecord_shards = 0; // > 0: write that many TFRecord shards (at most 99999)
-  int64_t threads = 0;         // worker threads; 0: the cores available to the process
+  bool jpeg_folder = true;      // write out_dir/train/<wnid>/*.JPEG
+  int64_t tfrecord_shards = 0;  // > 0: write that many TFRecord shards (at most 99999)
+  int64_t threads = 0;          // worker threads; 0: the cores available to the process
 };
 
 // Called on the calling thread after each image is written, in index order of completion
@@ -99,7 +99,8 @@ struct ImagenetLikeImage {
 // "n00000003" for class 3.
 std::string ImagenetWnid(int64_t label);
 // out_dir/tfrecord/train-SSSSS-of-NNNNN (5-digit, zero-padded shard index and count).
-std::string TfrecordShardPath(const std::string& out_dir, int64_t shard, int64_t num_shards);
+std::string TfrecordShardPath(const std::string& out_dir, int64_t shard,
+                              int64_t num_shards);
 // The parameters of image `index` of the set generated with (seed, num_classes).
 ImagenetLikeImage ImagenetLikeParams(uint64_t seed, int64_t num_classes, int64_t index);
 // The pixels (uint8 [height, width, channels]) and the JPEG file of image `index`.

@@ -1,5 +1,5 @@
-// Image encoding (src/formats/image_codec.h): JPEG with the TurboJPEG API, PNG with libpng
-// writing to memory.
+// Image encoding (src/formats/image_codec.h): JPEG with the TurboJPEG API, PNG with
+// libpng writing to memory.
 #include <png.h>
 #include <turbojpeg.h>
 
@@ -29,8 +29,8 @@ Status ValidatePixels(const Tensor& pixels, std::string_view prefix, int64_t max
   const int64_t h = pixels.dim(0), w = pixels.dim(1), c = pixels.dim(2);
   if (c != 1 && c != 3) {
     return InvalidArgumentError(p + ": encode needs 1 (gray) or 3 (RGB) channels, got " +
-                                std::to_string(c) + " (shape " + pixels.shape().ToString() +
-                                ")");
+                                std::to_string(c) + " (shape " +
+                                pixels.shape().ToString() + ")");
   }
   if (h <= 0 || w <= 0) {
     return InvalidArgumentError(p + ": cannot encode an empty image of shape " +
@@ -38,8 +38,8 @@ Status ValidatePixels(const Tensor& pixels, std::string_view prefix, int64_t max
   }
   if (h > max_dim || w > max_dim) {
     return InvalidArgumentError(p + ": image of shape " + pixels.shape().ToString() +
-                                " exceeds the format's limit of " + std::to_string(max_dim) +
-                                " pixels per side");
+                                " exceeds the format's limit of " +
+                                std::to_string(max_dim) + " pixels per side");
   }
   if (h * w > kMaxImagePixels) {
     return ResourceExhaustedError(p + ": image of shape " + pixels.shape().ToString() +
@@ -109,8 +109,8 @@ bool EncodePngRows(const uint8_t* pixels, uint32_t height, uint32_t width, int c
   }
   png_set_write_fn(png, state, PngWrite, PngFlush);
   png_set_IHDR(png, info, width, height, 8,
-               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   const size_t stride = static_cast<size_t>(width) * channels;
   for (uint32_t y = 0; y < height; ++y) {
     rows[y] = const_cast<png_bytep>(pixels + y * stride);
@@ -123,7 +123,8 @@ bool EncodePngRows(const uint8_t* pixels, uint32_t height, uint32_t width, int c
 
 }  // namespace
 
-Result<std::string> EncodeJpeg(const Tensor& pixels, int quality, std::string_view subsampling) {
+Result<std::string> EncodeJpeg(const Tensor& pixels, int quality,
+                               std::string_view subsampling) {
   SLUICE_RETURN_IF_ERROR(ValidatePixels(pixels, "jpeg", 65535));
   if (quality < 1 || quality > 100) {
     return InvalidArgumentError("jpeg: quality must be in 1..100, got " +
@@ -137,8 +138,9 @@ Result<std::string> EncodeJpeg(const Tensor& pixels, int quality, std::string_vi
   } else if (subsampling == "420") {
     subsamp = TJSAMP_420;
   } else {
-    return InvalidArgumentError("jpeg: subsampling must be \"444\", \"422\" or \"420\", got \"" +
-                                std::string(subsampling) + "\"");
+    return InvalidArgumentError(
+        "jpeg: subsampling must be \"444\", \"422\" or \"420\", got \"" +
+        std::string(subsampling) + "\"");
   }
   const int height = static_cast<int>(pixels.dim(0));
   const int width = static_cast<int>(pixels.dim(1));
@@ -154,11 +156,13 @@ Result<std::string> EncodeJpeg(const Tensor& pixels, int quality, std::string_vi
     return InternalError(std::string("jpeg: tjInitCompress failed: ") +
                          tjGetErrorStr2(nullptr));
   }
-  // Compress into a per-thread buffer of the worst-case size (no reallocation), then copy.
+  // Compress into a per-thread buffer of the worst-case size (no reallocation), then
+  // copy.
   thread_local std::vector<unsigned char> scratch;
   const unsigned long bound = tjBufSize(width, height, subsamp);
   if (bound == static_cast<unsigned long>(-1)) {
-    return InvalidArgumentError(std::string("jpeg: tjBufSize: ") + tjGetErrorStr2(nullptr));
+    return InvalidArgumentError(std::string("jpeg: tjBufSize: ") +
+                                tjGetErrorStr2(nullptr));
   }
   if (scratch.size() < bound) scratch.resize(bound);
   unsigned char* dst = scratch.data();
@@ -166,7 +170,8 @@ Result<std::string> EncodeJpeg(const Tensor& pixels, int quality, std::string_vi
   if (tjCompress2(compressor.get(), pixels.data<uint8_t>(), width, /*pitch=*/0, height,
                   pixel_format, &dst, &size, subsamp, quality,
                   TJFLAG_NOREALLOC | TJFLAG_ACCURATEDCT) != 0) {
-    return InternalError(std::string("jpeg: tjCompress2: ") + tjGetErrorStr2(compressor.get()));
+    return InternalError(std::string("jpeg: tjCompress2: ") +
+                         tjGetErrorStr2(compressor.get()));
   }
   std::string out(reinterpret_cast<const char*>(dst), size);
   // Give back the memory of one huge image rather than keeping it for the thread's life.
@@ -182,8 +187,8 @@ Result<std::string> EncodePng(const Tensor& pixels) {
   PngWriteState state{&out, {0}};
   std::vector<png_bytep> rows(static_cast<size_t>(pixels.dim(0)));
   if (!EncodePngRows(pixels.data<uint8_t>(), static_cast<uint32_t>(pixels.dim(0)),
-                     static_cast<uint32_t>(pixels.dim(1)), static_cast<int>(pixels.dim(2)),
-                     rows.data(), &state)) {
+                     static_cast<uint32_t>(pixels.dim(1)),
+                     static_cast<int>(pixels.dim(2)), rows.data(), &state)) {
     return InternalError(std::string("png: encode failed: ") + state.error);
   }
   return out;

@@ -491,11 +491,24 @@ template <typename T>
 void NormalizeScalar(const T* src, int64_t begin, int64_t num_pixels, int64_t channels,
                      float scale, const float* mean, const float* inv_std, bool chw,
                      float* dst) {
+  if (channels == 1) {  // both layouts are one plane: a loop the compiler vectorizes
+    const float m = mean[0], k = inv_std[0];
+    for (int64_t i = begin; i < num_pixels; ++i) dst[i] = (static_cast<float>(src[i]) * scale - m) * k;
+    return;
+  }
+  if (chw) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float m = mean[c], k = inv_std[c];
+      float* plane = dst + c * num_pixels;
+      for (int64_t i = begin; i < num_pixels; ++i) {
+        plane[i] = (static_cast<float>(src[i * channels + c]) * scale - m) * k;
+      }
+    }
+    return;
+  }
   for (int64_t i = begin; i < num_pixels; ++i) {
     for (int64_t c = 0; c < channels; ++c) {
-      const float x = static_cast<float>(src[i * channels + c]);
-      const float y = (x * scale - mean[c]) * inv_std[c];
-      dst[chw ? c * num_pixels + i : i * channels + c] = y;
+      dst[i * channels + c] = (static_cast<float>(src[i * channels + c]) * scale - mean[c]) * inv_std[c];
     }
   }
 }
