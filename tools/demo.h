@@ -16,7 +16,7 @@ struct ImagenetDemoResult {
 };
 
 // Generates 1024 ImageNet-like JPEGs in 8 TFRecord shards under data_dir (when its
-// MANIFEST is missing), then times 8 batches of tools/imagenet_pipeline.h sequentially and
+// MANIFEST is missing), then times 12 batches (after a first, untimed one) of tools/imagenet_pipeline.h sequentially and
 // in parallel.
 Result<ImagenetDemoResult> RunImagenetDemo(const std::string& data_dir, bool progress);
 
