@@ -660,6 +660,31 @@ TEST(ImageDecodeTest, TruncatedJpegIsDataLoss) {
               "jpeg: corrupt data");
 }
 
+TEST(ImageDecodeTest, ExtraneousBytesBetweenSegmentsAreTolerated) {
+  REQUIRE_REFERENCE();
+  for (const std::string name : {"rgb_257x131_q75_420", "gray_257x131_q90", "cmyk_65x33_q90"}) {
+    SCOPED_TRACE(name);
+    const std::string& jpg = Reference::Get().Find(name).bytes;
+    const size_t sos = jpg.find("\xFF\xDA");
+    ASSERT_NE(sos, std::string::npos);
+    // Junk before the SOS marker: libjpeg warns "3 extraneous bytes before marker 0xda"
+    // and skips it; no pixel changes.
+    const std::string junk = jpg.substr(0, sos) + std::string("\x12\x34\x56", 3) + jpg.substr(sos);
+    auto clean = DecodeJpeg(jpg);
+    auto dirty = DecodeJpeg(junk);
+    ASSERT_TRUE(clean.ok()) << clean.status();
+    ASSERT_TRUE(dirty.ok()) << dirty.status();
+    EXPECT_TRUE(dirty->ContentEquals(*clean));
+    auto info = ReadJpegInfo(jpg);
+    ASSERT_TRUE(info.ok());
+    auto window = DecodeJpegWindow(junk, ImageWindow{3, 5, info->height - 3, info->width - 5}, 8);
+    ASSERT_TRUE(window.ok()) << window.status();
+    // Corruption after the junk is still an error.
+    ExpectError(DecodeJpeg(Cut(junk, (sos + junk.size()) / 2)), StatusCode::kDataLoss,
+                "jpeg: corrupt data: ");
+  }
+}
+
 TEST(ImageDecodeTest, CorruptJpegNeverCrashes) {
   REQUIRE_REFERENCE();
   const std::string& jpg = Reference::Get().Find("rgb_257x131_q75_420").bytes;

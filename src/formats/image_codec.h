@@ -7,7 +7,8 @@
 // Bad input never crashes: every function returns InvalidArgument (not an image of this
 // format, unsupported layout), DataLoss (corrupt or truncated data: libjpeg warnings such
 // as "premature end of data" count as corruption, unlike libjpeg's default of filling
-// gray) or ResourceExhausted (dimensions whose decoded size exceeds kMaxImagePixels).
+// gray; only "extraneous bytes before marker", junk between segments that costs no pixel,
+// is tolerated, as TensorFlow and PIL do) or ResourceExhausted (dimensions whose decoded size exceeds kMaxImagePixels).
 // Messages start with "jpeg:" / "png:" and carry the library's own words; callers add
 // which element or file it was.
 //

@@ -100,9 +100,13 @@ void JpegErrorExit(j_common_ptr cinfo) {
 }
 
 // Warnings (level < 0) are corruption: stop at the first one. Trace messages are dropped.
+// The one exception is "N extraneous bytes before marker": junk between segments that the
+// decoder skips without losing a pixel (real ImageNet files have it; TensorFlow and PIL
+// decode them).
 void JpegEmitMessage(j_common_ptr cinfo, int level) {
   if (level >= 0) return;
   auto* err = reinterpret_cast<JpegError*>(cinfo->err);
+  if (err->pub.msg_code == JWRN_EXTRANEOUS_DATA) return;
   err->pub.format_message(cinfo, err->message);
   err->code = err->pub.msg_code;
   err->warning = true;
@@ -437,6 +441,9 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
   if (!opts.fancy_upsampling) flags |= TJFLAG_FASTUPSAMPLE;
   if (tjDecompress2(tj, buf, size, out.mutable_data<uint8_t>(), width, 0, height,
                     opts.channels == 1 ? TJPF_GRAY : TJPF_RGB, flags) != 0) {
+    // TurboJPEG stops at any warning without saying which: the libjpeg path tells the
+    // harmless one (extraneous bytes) from corruption.
+    if (tjGetErrorCode(tj) == TJERR_WARNING) return DecodeWithLibjpeg(data, nullptr, 8, opts);
     // The header parsed, so what fails now (a warning or a fatal error) is the data.
     return DataLossError(std::string("jpeg: corrupt data: ") + tjGetErrorStr2(tj));
   }
