@@ -22,11 +22,12 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import torch
 import torchvision
 from torchvision import transforms
+
+from peer_timing import forever, time_batches
 
 FILES = [
     "train-images-idx3-ubyte",
@@ -69,28 +70,9 @@ def main():
                                              num_workers=a.workers,
                                              persistent_workers=a.workers > 0)
 
-        def batches():
-            while True:
-                for images, labels in loader:
-                    yield images, labels
-
-        it = batches()
-        start = time.monotonic()
-        while time.monotonic() - start < a.warmup:
-            next(it)
-        images, start = 0, time.monotonic()
-        last = start
-        while True:
-            x, y = next(it)
-            images += x.shape[0]
-            now = time.monotonic()
-            if now - start >= a.seconds:
-                break
-            if now - last > 5:
-                last = now
-                print(f"  [fashion_mnist/pytorch] {now - start:5.1f}s "
-                      f"{images / (now - start):9.0f} images/s", file=sys.stderr)
-        seconds = time.monotonic() - start
+        it = forever(loader)
+        images, seconds, (x, y) = time_batches(it, "fashion_mnist", a.warmup, a.seconds,
+                                               lambda batch: batch[0].shape[0])
         assert x.dtype == torch.float32 and x.shape[1:] == (1, 28, 28) and y.dtype == torch.int64
         del it, loader  # stop the workers before the temporary root goes
     print(json.dumps({"suite": "fashion_mnist", "impl": "pytorch",

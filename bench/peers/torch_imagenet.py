@@ -9,12 +9,12 @@ persistent_workers=True). Counts images delivered to the consumer for --seconds 
 """
 import argparse
 import json
-import sys
-import time
 
 import torch
 import torchvision
 from torchvision import transforms
+
+from peer_timing import forever, time_batches
 
 
 def main():
@@ -37,28 +37,8 @@ def main():
                                          num_workers=a.workers,
                                          persistent_workers=a.workers > 0)
 
-    def batches():
-        while True:
-            for images, labels in loader:
-                yield images, labels
-
-    it = batches()
-    start = time.monotonic()
-    while time.monotonic() - start < a.warmup:
-        next(it)
-    images, start = 0, time.monotonic()
-    last = start
-    while True:
-        x, _ = next(it)
-        images += x.shape[0]
-        now = time.monotonic()
-        if now - start >= a.seconds:
-            break
-        if now - last > 5:
-            last = now
-            print(f"  [imagenet/pytorch] {now - start:5.1f}s {images / (now - start):8.1f} images/s",
-                  file=sys.stderr)
-    seconds = time.monotonic() - start
+    images, seconds, _ = time_batches(forever(loader), "imagenet", a.warmup, a.seconds,
+                                      lambda batch: batch[0].shape[0])
     print(json.dumps({"suite": "imagenet", "impl": "pytorch", "items_per_second": images / seconds,
                       "items": images, "seconds": seconds, "workers": a.workers,
                       "torch": torch.__version__, "torchvision": torchvision.__version__}))

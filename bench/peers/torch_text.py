@@ -27,12 +27,12 @@ import glob
 import json
 import os
 import struct
-import sys
-import time
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from peer_timing import forever, time_batches
 
 BOUNDARIES = [16, 32, 64, 128]
 UNK_ID = 1
@@ -99,26 +99,16 @@ def main():
     loader = DataLoader(BucketedText(a.data, a.batch_size), batch_size=None,
                         collate_fn=collate, num_workers=a.workers,
                         persistent_workers=a.workers > 0)
-    it = iter(loader)
-    start = time.monotonic()
-    while time.monotonic() - start < a.warmup:
-        next(it)
-    items = batches = tokens = cells = 0
-    start = last = time.monotonic()
-    while True:
-        x = next(it)
-        items += x.shape[0]
+    batches = tokens = cells = 0
+
+    def tally(x):
+        nonlocal batches, tokens, cells
         batches += 1
         tokens += int((x != PAD_ID).sum())
         cells += x.numel()
-        now = time.monotonic()
-        if now - start >= a.seconds:
-            break
-        if now - last > 5:
-            last = now
-            print(f"  [text/pytorch] {now - start:5.1f}s {items / (now - start):10.0f} sequences/s",
-                  file=sys.stderr)
-    seconds = time.monotonic() - start
+        return x.shape[0]
+
+    items, seconds, _ = time_batches(forever(loader), "text", a.warmup, a.seconds, tally)
     print(json.dumps({"suite": "text", "impl": "pytorch", "items_per_second": items / seconds,
                       "items": items, "seconds": seconds, "batches": batches, "tokens": tokens,
                       "tokens_per_second": tokens / seconds,

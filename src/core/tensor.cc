@@ -1,5 +1,6 @@
 #include "sluice/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -287,10 +288,11 @@ class LargeBlockCache {
     std::vector<void*> drop;
     {
       std::lock_guard<std::mutex> l(mu_);
-      if (block_bytes > capacity_) {
+      if (block_bytes > capacity()) {
         drop.push_back(mem);
       } else {
-        while (!blocks_.empty() && (bytes_ + block_bytes > capacity_ || blocks_.size() >= kMaxBlocks)) {
+        while (!blocks_.empty() &&
+               (bytes_ + block_bytes > capacity() || blocks_.size() >= kMaxBlocks)) {
           drop.push_back(blocks_.front().mem);
           bytes_ -= blocks_.front().bytes;
           blocks_.erase(blocks_.begin());
@@ -305,8 +307,8 @@ class LargeBlockCache {
     std::vector<void*> drop;
     {
       std::lock_guard<std::mutex> l(mu_);
-      capacity_ = bytes;
-      while (!blocks_.empty() && bytes_ > capacity_) {
+      capacity_.store(bytes, std::memory_order_relaxed);
+      while (!blocks_.empty() && bytes_ > bytes) {
         drop.push_back(blocks_.front().mem);
         bytes_ -= blocks_.front().bytes;
         blocks_.erase(blocks_.begin());
@@ -314,10 +316,9 @@ class LargeBlockCache {
     }
     for (void* p : drop) std::free(p);
   }
-  size_t capacity() {
-    std::lock_guard<std::mutex> l(mu_);
-    return capacity_;
-  }
+  // Unlocked: Allocate asks before every large block; a stale answer only skips or
+  // tries the cache once.
+  size_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   size_t bytes() {
     std::lock_guard<std::mutex> l(mu_);
     return bytes_;
@@ -326,10 +327,11 @@ class LargeBlockCache {
  private:
   static constexpr size_t kMaxBlocks = 256;
   LargeBlockCache() {
-    capacity_ = kCacheAllowed ? size_t{256} << 20 : 0;
+    size_t capacity = kCacheAllowed ? size_t{256} << 20 : 0;
     if (const char* env = std::getenv("SLUICE_BUFFER_CACHE_MB"); env != nullptr && kCacheAllowed) {
-      capacity_ = static_cast<size_t>(std::strtoull(env, nullptr, 10)) << 20;
+      capacity = static_cast<size_t>(std::strtoull(env, nullptr, 10)) << 20;
     }
+    capacity_.store(capacity, std::memory_order_relaxed);
   }
   struct Block {
     void* mem;
@@ -338,7 +340,7 @@ class LargeBlockCache {
   std::mutex mu_;
   std::vector<Block> blocks_;
   size_t bytes_ = 0;
-  size_t capacity_ = 0;
+  std::atomic<size_t> capacity_{0};
 };
 
 }  // namespace
