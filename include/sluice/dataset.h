@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "sluice/element.h"
+#include "sluice/options.h"
 #include "sluice/random.h"
 #include "sluice/status.h"
 #include "sluice/tensor.h"
@@ -115,6 +116,10 @@ struct FunctionTraits {
   // The function can be skipped when its output would be discarded (skip(), shuffle
   // restore): it has no side effects and its output count equals its input count.
   bool skippable = false;
+  // The function keeps state between calls, has side effects, or must not run
+  // concurrently with itself (Python callables, which hold the GIL). The optimizer never
+  // parallelizes, fuses or reorders a stateful function.
+  bool stateful = false;
 };
 
 class Function {
@@ -186,6 +191,23 @@ struct RuntimeOptions {
   bool deterministic = true;
   // Run function calls on the operators' own threads instead of a pool (tests, debugging).
   bool inline_execution = false;
+  // Tune AUTOTUNE parallelism and buffer sizes online (src/autotune/). When false they
+  // stay where they start.
+  bool autotune = true;
+  // Where AUTOTUNE parallelism starts. 0: 1 when autotune is on (the tuner grows it), the
+  // CPU budget when it is off.
+  int64_t initial_parallelism = 0;
+  // The runtime view of user-facing Options (defaults resolved later by the Runtime).
+  static RuntimeOptions FromOptions(const Options& options);
+};
+
+// One tuned knob of a live pipeline (Iterator::TunedParameters).
+struct TunedParameter {
+  std::string prefix;  // the iterator, e.g. "Root/Prefetch[0]/MapAndBatch[0]"
+  std::string name;    // "parallelism", "buffer_size", "cycle_length", ...
+  int64_t value = 0;
+  int64_t min = 0;
+  int64_t max = 0;
 };
 
 // An immutable pipeline definition: a node of the dataset graph plus its inputs.
@@ -305,6 +327,12 @@ class Dataset {
   // All elements (for small datasets and tests).
   Result<std::vector<Element>> Collect() const;
 
+  // ---- Options ----
+  // This dataset with `options` merged over the options it carries (fields set in
+  // `options` win). Transformations carry their inputs' options.
+  Dataset WithOptions(const Options& options) const;
+  const Options& options() const;
+
   // ---- Introspection ----
   bool ok() const { return node_ != nullptr; }
   Status status() const;
@@ -313,12 +341,21 @@ class Dataset {
   const ElementSpec& element_spec() const;
   const std::shared_ptr<const DatasetNode>& node() const { return node_; }
 
+  // An iterator under this dataset's options(): the static rewrites they enable run first
+  // (src/optimizer/), then AUTOTUNE knobs are tuned online within the budgets.
   Result<std::unique_ptr<Iterator>> MakeIterator() const;
+  // An iterator over the graph exactly as built (no static rewrites) with explicit runtime
+  // settings; the dataset's options are ignored. Tests and benchmarks of single ops.
   Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
 
  private:
+  static Result<std::unique_ptr<Iterator>> MakeIteratorOver(
+      const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
+      const RuntimeOptions& options);
+
   std::shared_ptr<const DatasetNode> node_;
   std::shared_ptr<const Status> error_;
+  std::shared_ptr<const Options> options_;  // null: default options
 };
 
 // Statistics of one live iterator (a node of the iterator tree), read from the stats plane.
@@ -355,6 +392,7 @@ struct PipelineStats {
 };
 
 class Runtime;
+class Autotuner;
 
 // A stateful cursor over a Dataset. One thread calls GetNext/Save/Restore at a time;
 // Cancel, Stats and Snapshot may be called from any thread.
@@ -381,6 +419,11 @@ class Iterator {
   std::vector<IteratorStats> Stats() const;
   // The stats tree plus pipeline-wide figures. Thread-safe.
   PipelineStats Snapshot() const;
+  // The current values of the knobs the autotuner owns (AUTOTUNE parallelism and buffer
+  // sizes), in tree order. Empty when nothing is tuned. Thread-safe.
+  std::vector<TunedParameter> TunedParameters() const;
+  // The graph this iterator runs (after static rewrites).
+  const std::shared_ptr<const DatasetNode>& dataset() const { return dataset_; }
 
  private:
   friend class Dataset;
@@ -389,6 +432,9 @@ class Iterator {
   std::shared_ptr<const DatasetNode> dataset_;
   std::shared_ptr<Runtime> runtime_;
   IteratorPtr root_;
+  // Tunes the runtime's AUTOTUNE knobs on a background thread; null when off. Declared
+  // after root_ so that it stops before the tree goes.
+  std::unique_ptr<Autotuner> autotuner_;
   int64_t instance_;
   int64_t created_ns_;
   // Calls in progress, so the destructor can wait for a GetNext on another thread.

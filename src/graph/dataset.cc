@@ -6,7 +6,9 @@
 #include <mutex>
 #include <thread>
 
+#include "autotune/autotuner.h"
 #include "graph/registry.h"
+#include "optimizer/optimizer.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 #include "sluice/dataset.h"
@@ -98,7 +100,90 @@ Dataset Dataset::FromOp(std::string_view op, AttrMap attrs, std::vector<Dataset>
   args.functions = std::move(functions);
   auto r = Registry::Global().CreateOp(op, std::move(args));
   if (!r.ok()) return Dataset(r.status());
-  return Dataset(std::move(r).value());
+  Dataset out(std::move(r).value());
+  // Carry the inputs' options, merged left to right.
+  for (const Dataset& in : inputs) {
+    if (!in.options_) continue;
+    out.options_ = out.options_ ? std::make_shared<const Options>(out.options_->Merge(*in.options_))
+                                : in.options_;
+  }
+  return out;
+}
+
+Dataset Dataset::WithOptions(const Options& options) const {
+  if (!ok()) return *this;
+  Dataset out = *this;
+  out.options_ = std::make_shared<const Options>(options_ ? options_->Merge(options) : options);
+  return out;
+}
+
+const Options& Dataset::options() const {
+  static const Options* const kDefault = new Options();
+  return options_ ? *options_ : *kDefault;
+}
+
+namespace {
+template <typename T>
+void MergeField(std::optional<T>* into, const std::optional<T>& from) {
+  if (from.has_value()) *into = from;
+}
+}  // namespace
+
+Options Options::Merge(const Options& o) const {
+  Options m = *this;
+  MergeField(&m.deterministic, o.deterministic);
+  MergeField(&m.autotune.enabled, o.autotune.enabled);
+  MergeField(&m.autotune.cpu_budget, o.autotune.cpu_budget);
+  MergeField(&m.autotune.ram_budget, o.autotune.ram_budget);
+  MergeField(&m.autotune.initial_parallelism, o.autotune.initial_parallelism);
+  MergeField(&m.optimization.apply_default_optimizations,
+             o.optimization.apply_default_optimizations);
+  for (const auto& [name, on] : o.optimization.passes) m.optimization.passes[name] = on;
+  MergeField(&m.threading.private_threadpool_size, o.threading.private_threadpool_size);
+  MergeField(&m.inline_execution, o.inline_execution);
+  return m;
+}
+
+std::vector<std::string> Options::DebugLines() const {
+  std::vector<std::string> out;
+  auto add = [&out](const char* key, const auto& v) {
+    if (!v.has_value()) return;
+    using T = std::decay_t<decltype(*v)>;
+    if constexpr (std::is_same_v<T, bool>) {
+      out.push_back(std::string(key) + "=" + (*v ? "true" : "false"));
+    } else {
+      out.push_back(std::string(key) + "=" + std::to_string(*v));
+    }
+  };
+  add("deterministic", deterministic);
+  add("autotune.enabled", autotune.enabled);
+  add("autotune.cpu_budget", autotune.cpu_budget);
+  add("autotune.ram_budget", autotune.ram_budget);
+  add("autotune.initial_parallelism", autotune.initial_parallelism);
+  add("optimization.apply_default_optimizations", optimization.apply_default_optimizations);
+  for (const auto& [name, on] : optimization.passes) {
+    out.push_back("optimization." + name + "=" + (on ? "true" : "false"));
+  }
+  add("threading.private_threadpool_size", threading.private_threadpool_size);
+  add("inline_execution", inline_execution);
+  return out;
+}
+
+RuntimeOptions RuntimeOptions::FromOptions(const Options& o) {
+  RuntimeOptions r;
+  r.cpu_budget = o.autotune.cpu_budget.value_or(0);
+  // The pool is the CPU budget unless a private pool size is given (never above it).
+  if (o.threading.private_threadpool_size.value_or(0) > 0) {
+    r.cpu_budget = r.cpu_budget > 0
+                       ? std::min(r.cpu_budget, *o.threading.private_threadpool_size)
+                       : *o.threading.private_threadpool_size;
+  }
+  r.ram_budget = o.autotune.ram_budget.value_or(0);
+  r.deterministic = o.deterministic.value_or(true);
+  r.inline_execution = o.inline_execution.value_or(false);
+  r.autotune = o.autotune.enabled.value_or(true);
+  r.initial_parallelism = o.autotune.initial_parallelism.value_or(0);
+  return r;
 }
 
 int64_t Dataset::Cardinality() const { return node_ ? node_->Cardinality() : kUnknownCardinality; }
@@ -383,19 +468,29 @@ class ActiveCall {
 };
 }  // namespace
 
+Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
+    const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
+    const RuntimeOptions& options) {
+  auto runtime = std::make_shared<Runtime>(options);
+  SLUICE_ASSIGN_OR_RETURN(
+      IteratorPtr root,
+      graph->MakeIterator(RootContext(instance, runtime.get()), std::string(kRootPrefix)));
+  return std::unique_ptr<Iterator>(
+      new Iterator(graph, std::move(runtime), std::move(root), instance));
+}
+
 Result<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
-  return MakeIterator(RuntimeOptions{});
+  if (!node_) return *error_;
+  const Options& opts = options();
+  SLUICE_ASSIGN_OR_RETURN(DatasetPtr graph, OptimizeGraph(node_, opts, /*report=*/nullptr));
+  // The instance counts iterations of the dataset the user holds, so that reshuffling per
+  // epoch does not depend on rewrites.
+  return MakeIteratorOver(graph, node_->NextInstance(), RuntimeOptions::FromOptions(opts));
 }
 
 Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const RuntimeOptions& options) const {
   if (!node_) return *error_;
-  auto runtime = std::make_shared<Runtime>(options);
-  int64_t instance = node_->NextInstance();
-  SLUICE_ASSIGN_OR_RETURN(
-      IteratorPtr root,
-      node_->MakeIterator(RootContext(instance, runtime.get()), std::string(kRootPrefix)));
-  return std::unique_ptr<Iterator>(
-      new Iterator(node_, std::move(runtime), std::move(root), instance));
+  return MakeIteratorOver(node_, node_->NextInstance(), options);
 }
 
 Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<Runtime> runtime,
@@ -405,9 +500,14 @@ Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<R
       root_(std::move(root)),
       instance_(instance),
       created_ns_(MonotonicNs()),
-      calls_(std::make_unique<IteratorCalls>()) {}
+      calls_(std::make_unique<IteratorCalls>()) {
+  if (runtime_->options().autotune) {
+    autotuner_ = Autotuner::Start(runtime_.get(), [this] { return Snapshot(); });
+  }
+}
 
 Iterator::~Iterator() {
+  autotuner_.reset();  // stops tuning before the tree goes
   Cancel();
   {
     while (calls_->active.load(std::memory_order_seq_cst) != 0) {
@@ -472,6 +572,10 @@ std::vector<IteratorStats> Iterator::Stats() const {
   std::lock_guard<std::mutex> l(calls_->root_mu);
   root_->CollectStats(&out);
   return out;
+}
+
+std::vector<TunedParameter> Iterator::TunedParameters() const {
+  return autotuner_ ? autotuner_->Parameters() : std::vector<TunedParameter>{};
 }
 
 PipelineStats Iterator::Snapshot() const {
