@@ -374,7 +374,7 @@ TEST(IdxFashionMnistTest, ImageHashesAgreeAcrossReadPaths) {
   std::vector<uint64_t> sequential;
   std::vector<std::string> checkpoints;  // taken just before each of `rows`
   {
-    auto it = ds.MakeIterator();
+    auto it = ds.MakeIterator(RuntimeOptions{});  // the IDX reader's own checkpoint
     ASSERT_TRUE(it.ok());
     for (int i = 0; i < 60000; ++i) {
       bool wanted = std::find(rows.begin(), rows.end(), i) != rows.end();
@@ -404,7 +404,7 @@ TEST(IdxFashionMnistTest, ImageHashesAgreeAcrossReadPaths) {
     ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
     EXPECT_EQ(HashOf((**e)[0]), raw_hash(row));
 
-    auto restored = ds.MakeIterator();
+    auto restored = ds.MakeIterator(RuntimeOptions{});
     ASSERT_TRUE(restored.ok());
     ASSERT_TRUE((*restored)->Restore(checkpoints[i]).ok());
     auto r = (*restored)->GetNext();

@@ -25,7 +25,10 @@ Function CountingSquare(std::shared_ptr<std::atomic<int64_t>> calls) {
                          calls->fetch_add(1);
                          int64_t x = e[0].scalar<int64_t>();
                          return Element{Tensor::Scalar<int64_t>(x * x)};
-                       });
+                       },
+                       // It counts its calls: stateful, so no rewrite parallelizes it (a
+                       // parallel map would run ahead and call it more often).
+                       {.stateful = true});
 }
 
 std::shared_ptr<std::atomic<int64_t>> Counter() {
@@ -69,7 +72,7 @@ TEST(CacheTest, MemoryPartialPassIsDiscarded) {
   auto calls = Counter();
   Dataset ds = Dataset::Range(5).Map(CountingSquare(calls)).Cache();
   {
-    auto it = ds.MakeIterator();
+    auto it = ds.MakeIterator(RuntimeOptions{});
     ASSERT_TRUE(it.ok());
     EXPECT_EQ(IntsOf(ReadN(it->get(), 2)), (std::vector<int64_t>{0, 1}));
   }  // destroyed mid-way
@@ -139,7 +142,7 @@ TEST(CacheTest, PartialPassLeavesNoCacheFile) {
   auto calls = Counter();
   Dataset ds = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base);
   {
-    auto it = ds.MakeIterator();
+    auto it = ds.MakeIterator(RuntimeOptions{});
     ASSERT_TRUE(it.ok());
     EXPECT_EQ(ReadN(it->get(), 3).size(), 3u);
   }
@@ -248,7 +251,7 @@ TEST(CacheTest, WriteModeCheckpointAbandonsThePass) {
     Dataset ds = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base);
     std::string ckpt;
     {
-      auto a = ds.MakeIterator();
+      auto a = ds.MakeIterator(RuntimeOptions{});
       ASSERT_TRUE(a.ok());
       ReadN(a->get(), 2);
       auto c = (*a)->Save();
@@ -257,7 +260,7 @@ TEST(CacheTest, WriteModeCheckpointAbandonsThePass) {
       EXPECT_LT(ckpt.size(), 200u);
     }  // destroyed: the pass is not committed
     EXPECT_TRUE(ListDir(dir.path()).empty());
-    auto b = ds.MakeIterator();
+    auto b = ds.MakeIterator(RuntimeOptions{});
     ASSERT_TRUE(b.ok());
     ASSERT_TRUE((*b)->Restore(ckpt).ok());
     EXPECT_EQ(IntsOf(ReadN(b->get(), 10)), (std::vector<int64_t>{4, 9, 16}));
@@ -280,7 +283,7 @@ TEST(CacheTest, ReadModeCheckpointRestoresWithoutTheCache) {
     const std::string base = file ? dir.File("r") : "";
     Dataset ds = Dataset::Range(5).Map(CountingSquare(Counter())).Cache(base);
     testing::CollectOrDie(ds);
-    auto a = ds.MakeIterator();
+    auto a = ds.MakeIterator(RuntimeOptions{});
     ASSERT_TRUE(a.ok());
     ReadN(a->get(), 2);
     auto ckpt = (*a)->Save();
@@ -288,7 +291,7 @@ TEST(CacheTest, ReadModeCheckpointRestoresWithoutTheCache) {
     if (file) std::filesystem::remove(base + ".sluice-cache");
     auto calls = Counter();
     Dataset fresh = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base);
-    auto b = fresh.MakeIterator();
+    auto b = fresh.MakeIterator(RuntimeOptions{});
     ASSERT_TRUE(b.ok());
     ASSERT_TRUE((*b)->Restore(*ckpt).ok());
     EXPECT_EQ(IntsOf(ReadN(b->get(), 10)), (std::vector<int64_t>{4, 9, 16}));
@@ -298,13 +301,13 @@ TEST(CacheTest, ReadModeCheckpointRestoresWithoutTheCache) {
   const std::string base = dir.File("r");
   Dataset ds = Dataset::Range(5).Map(CountingSquare(Counter())).Cache(base);
   testing::CollectOrDie(ds);
-  auto a = ds.MakeIterator();
+  auto a = ds.MakeIterator(RuntimeOptions{});
   ASSERT_TRUE(a.ok());
   ReadN(a->get(), 3);
   auto ckpt = (*a)->Save();
   ASSERT_TRUE(ckpt.ok());
   auto calls = Counter();
-  auto b = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base).MakeIterator();
+  auto b = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base).MakeIterator(RuntimeOptions{});
   ASSERT_TRUE(b.ok());
   ASSERT_TRUE((*b)->Restore(*ckpt).ok());
   EXPECT_EQ(IntsOf(ReadN(b->get(), 10)), (std::vector<int64_t>{9, 16}));
@@ -320,7 +323,7 @@ TEST(CacheTest, CheckpointsHoldPositionsNotData) {
   for (const std::string& base : {std::string(), dir.File("big")}) {
     Dataset ds = big.Cache(base);
     testing::CollectOrDie(ds);
-    auto it = ds.MakeIterator();
+    auto it = ds.MakeIterator(RuntimeOptions{});
     ASSERT_TRUE(it.ok());
     ReadN(it->get(), 2);
     auto ckpt = (*it)->Save();
@@ -331,7 +334,7 @@ TEST(CacheTest, CheckpointsHoldPositionsNotData) {
 
 TEST(CacheTest, UnwritableLocationFailsClearly) {
   Dataset ds = Dataset::Range(3).Cache("/nonexistent-dir/sub/cache");
-  auto it = ds.MakeIterator();
+  auto it = ds.MakeIterator(RuntimeOptions{});
   ASSERT_TRUE(it.ok());
   auto e = (*it)->GetNext();
   ASSERT_FALSE(e.ok());

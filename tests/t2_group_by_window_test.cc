@@ -178,7 +178,7 @@ TEST(BucketBySequenceLengthTest, DocExamplePadToBucketBoundary) {
   // element is an error of its own, the others go on.
   Dataset tight =
       RaggedElements().BucketBySequenceLength(Length(), {4, 5}, {2, 2, 2}, {}, {}, true);
-  auto it = tight.IgnoreErrors().MakeIterator();
+  auto it = tight.IgnoreErrors().MakeIterator(RuntimeOptions{});  // stats[0]: IgnoreErrors
   ASSERT_TRUE(it.ok());
   std::vector<Shape> shapes;
   for (int i = 0; i < 10; ++i) {

@@ -10,6 +10,7 @@
 #include "bench_suites.h"
 #include "commands.h"
 #include "runtime/resources.h"
+#include "sluice/serialize.h"
 
 namespace sluice {
 
@@ -17,18 +18,38 @@ Result<BenchResult> TimePipeline(const Dataset& ds, const BenchArgs& args, std::
                                  const std::function<int64_t(const Element&)>& items_of,
                                  bool progress) {
   using Clock = std::chrono::steady_clock;
-  RuntimeOptions options;
-  options.cpu_budget = args.threads;
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, ds.MakeIterator(options));
+  // The dataset's own options, with the bench's budget and tuning on top; MakeIterator()
+  // runs the static rewrites they enable, as a user's iterator would.
+  Options options;
+  options.autotune.cpu_budget = args.threads;
+  options.autotune.enabled = args.autotune;
+  if (args.initial_parallelism > 0) options.autotune.initial_parallelism = args.initial_parallelism;
+  if (!args.optimize) options.optimization.apply_default_optimizations = false;
+  const Dataset tuned = ds.WithOptions(options);
+  const auto created = Clock::now();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, tuned.MakeIterator());
   const bool tty = isatty(STDERR_FILENO);
+  nlohmann::json timeline = nlohmann::json::array();
+  int64_t delivered = 0;  // warm-up included, for the timeline
+  double next_point = args.timeline_step;
   auto run = [&](double seconds, bool measured, int64_t* items) -> Result<double> {
     const auto start = Clock::now();
     double elapsed = 0, last_print = 0;
     while (elapsed < seconds) {
       SLUICE_ASSIGN_OR_RETURN(auto next, it->GetNext());
       if (!next) return FailedPreconditionError(suite + ": the pipeline ended; it must repeat");
-      *items += items_of(*next);
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      const int64_t n = items_of(*next);
+      *items += n;
+      delivered += n;
+      const auto now = Clock::now();
+      elapsed = std::chrono::duration<double>(now - start).count();
+      if (args.timeline_step > 0) {
+        const double since = std::chrono::duration<double>(now - created).count();
+        if (since >= next_point) {
+          timeline.push_back({since, delivered});
+          while (next_point <= since) next_point += args.timeline_step;
+        }
+      }
       if (progress && elapsed - last_print > (tty ? 0.25 : 5.0)) {
         last_print = elapsed;
         std::fprintf(stderr, "%s  [%s] %s %5.1fs  %10.0f items/s%s", tty ? "\r" : "", suite.c_str(),
@@ -55,10 +76,37 @@ Result<BenchResult> TimePipeline(const Dataset& ds, const BenchArgs& args, std::
                    {"parallelism", s.parallelism}});
   }
   r.extra["ops"] = std::move(ops);
+  nlohmann::json knobs = nlohmann::json::array();
+  for (const TunedParameter& p : it->TunedParameters()) {
+    knobs.push_back({{"prefix", p.prefix}, {"op", p.op}, {"name", p.name}, {"value", p.value}});
+  }
+  r.extra["tuned"] = std::move(knobs);
+  if (args.timeline_step > 0) r.extra["timeline"] = std::move(timeline);
+  if (auto report = tuned.OptimizationReport(); report.ok()) r.extra["rewrites"] = *report;
   return r;
 }
 
 namespace {
+
+// A JSON pipeline spec (docs/spec.md) timed like a suite: items are the rows of each
+// element's first component (its dim 0; 1 for a scalar). The spec must repeat.
+Result<BenchResult> BenchSpec(const std::string& path, const BenchArgs& args) {
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds, LoadPipelineSpec(path));
+  std::string stem = path.substr(path.find_last_of('/') + 1);
+  stem = stem.substr(0, stem.size() - 5);  // ".json"
+  SLUICE_ASSIGN_OR_RETURN(
+      BenchResult r, TimePipeline(ds, args, "spec:" + stem, [](const Element& e) -> int64_t {
+        return e.empty() || e[0].rank() == 0 ? 1 : e[0].dim(0);
+      }));
+  r.extra["spec"] = path;
+  SLUICE_ASSIGN_OR_RETURN(std::string fingerprint, DatasetFingerprint(ds));
+  r.extra["fingerprint"] = fingerprint;
+  return r;
+}
+
+bool IsSpecPath(const std::string& s) {
+  return s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0;
+}
 
 using SuiteFn = Result<BenchResult> (*)(const BenchArgs&);
 
@@ -79,6 +127,10 @@ const std::map<std::string, Suite>& Suites() {
                          "IDX -> shuffle -> normalize -> batch 256"}},
       {"text", {&BenchText, "data/text",
                 "TFRecord -> tokenize -> bucket_by_sequence_length -> padded_batch"}},
+      {"autotune", {&BenchAutotune, "data/imagenet",
+                    "AUTOTUNE from parallelism 1 vs a grid search over parallelism and "
+                    "prefetch buffers, on imagenet (--data) and fashion-mnist; writes "
+                    "bench/results/autotune.json"}},
   };
   return *suites;
 }
@@ -87,12 +139,15 @@ const std::map<std::string, Suite>& Suites() {
 
 void AddBenchCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("bench", "Time a built-in pipeline (suites: imagenet, "
-                                          "decode-loop, fashion-mnist, text)");
+                                          "decode-loop, fashion-mnist, text) or a JSON "
+                                          "pipeline spec");
   auto suite = std::make_shared<std::string>();
   auto args = std::make_shared<BenchArgs>();
   auto json = std::make_shared<bool>(false);
   std::string names;
   for (const auto& [name, s] : Suites()) names += "\n  " + name + ": " + s.help;
+  names += "\n  <file.json>: a pipeline spec (docs/spec.md); it must repeat. --data, "
+           "--batch-size and --sequential do not apply";
   cmd->add_option("suite", *suite, "The pipeline to time:" + names)->required();
   cmd->add_option("--data", args->data, "Data directory (default: the suite's)");
   cmd->add_option("--seconds", args->seconds, "Measured seconds")->capture_default_str();
@@ -101,17 +156,22 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--batch-size", args->batch_size, "Batch size (0: the suite's)");
   cmd->add_flag("--sequential", args->sequential, "No parallel ops or prefetch (the naive baseline)");
   cmd->add_flag("--json", *json, "Print one JSON object");
+  cmd->add_flag("!--no-optimize", args->optimize,
+                "Run the graph as built, without the static rewrites (docs/optimizer.md)");
+  cmd->add_flag("!--no-autotune", args->autotune,
+                "Leave AUTOTUNE knobs at their starting values (docs/autotune.md)");
   cmd->callback([=] {
     auto it = Suites().find(*suite);
-    if (it == Suites().end()) {
+    const bool spec = it == Suites().end() && IsSpecPath(*suite);
+    if (it == Suites().end() && !spec) {
       std::fprintf(stderr, "sluice bench: unknown suite '%s'; suites:%s\n", suite->c_str(), names.c_str());
       *exit_code = 2;
       return;
     }
     BenchArgs a = *args;
-    if (a.data.empty()) a.data = it->second.default_data;
+    if (a.data.empty() && !spec) a.data = it->second.default_data;
     if (a.threads == 0) a.threads = AvailableCores();
-    Result<BenchResult> r = it->second.fn(a);
+    Result<BenchResult> r = spec ? BenchSpec(*suite, a) : it->second.fn(a);
     if (!r.ok()) {
       std::fprintf(stderr, "sluice bench %s: %s\n", suite->c_str(), r.status().ToString().c_str());
       *exit_code = 1;
@@ -129,6 +189,24 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       std::printf("%s (%s, %ld threads): %.1f items/s (%ld items in %.1f s)\n", r->suite.c_str(),
                   impl.c_str(), static_cast<long>(a.threads), r->items_per_second,
                   static_cast<long>(r->items), r->seconds);
+      if (r->extra.contains("rewrites")) {
+        std::string changed;
+        for (const auto& line : r->extra["rewrites"]) {
+          const std::string l = line.get<std::string>();
+          if (l.find(": 0 changes") == std::string::npos && l.find("disabled") == std::string::npos) {
+            changed += "\n  " + l;
+          }
+        }
+        std::printf("rewrites:%s\n", changed.empty() ? " none applied" : changed.c_str());
+      }
+      if (r->extra.contains("tuned") && !r->extra["tuned"].empty()) {
+        std::printf("tuned:\n");
+        for (const auto& k : r->extra["tuned"]) {
+          std::printf("  %-48s %-12s %-12s %ld\n", k["prefix"].get<std::string>().c_str(),
+                      k["op"].get<std::string>().c_str(), k["name"].get<std::string>().c_str(),
+                      static_cast<long>(k["value"].get<int64_t>()));
+        }
+      }
     }
   });
 }

@@ -26,33 +26,6 @@ constexpr int64_t kTrainSize = 60000;
 // torchvision users' Fashion-MNIST normalization (of x / 255).
 constexpr double kMean = 0.2860, kStd = 0.3530;
 
-// [28, 28] uint8 -> [28, 28, 1] (zero-copy), the HWC image normalize expects. A local
-// function: sluice has no reshape kernel yet.
-Function AddChannelDim() {
-  return Function::Map(
-      "add_channel_dim",
-      [](Element e, FunctionContext&) -> Result<Element> {
-        const Shape& s = e[0].shape();
-        if (s.rank() != 2) {
-          return InvalidArgumentError(
-              "add_channel_dim: expected a [height, width] image, got " + s.ToString());
-        }
-        SLUICE_ASSIGN_OR_RETURN(e[0], e[0].Reshape(Shape{s.dim(0), s.dim(1), 1}));
-        return e;
-      },
-      {.is_random = false, .skippable = true},
-      [](const ElementSpec& in) -> Result<ElementSpec> {
-        if (in.unknown || in.size() < 1 || !in[0].shape.rank_known() ||
-            in[0].shape.rank() != 2) {
-          return in;
-        }
-        ElementSpec out = in;
-        out.components[0].shape =
-            PartialShape({in[0].shape.dim(0), in[0].shape.dim(1), 1});
-        return out;
-      });
-}
-
 }  // namespace
 
 Result<BenchResult> BenchFashionMnist(const BenchArgs& args) {
@@ -64,6 +37,9 @@ Result<BenchResult> BenchFashionMnist(const BenchArgs& args) {
       Function::Kernel("normalize", {{"mean", std::vector<double>{kMean}},
                                      {"std", std::vector<double>{kStd}},
                                      {"layout", std::string("CHW")}}));
+  // [28, 28] uint8 -> [28, 28, 1] (zero-copy), the HWC image normalize expects.
+  SLUICE_ASSIGN_OR_RETURN(Function add_channel,
+                          Function::Kernel("expand_dims", {{"axis", int64_t{-1}}}));
   SLUICE_ASSIGN_OR_RETURN(
       Function cast_labels,
       Function::Kernel(
@@ -72,15 +48,15 @@ Result<BenchResult> BenchFashionMnist(const BenchArgs& args) {
                                Dataset::Idx(dir + "/train-labels-idx1-ubyte.gz")})
                      .Cache()
                      .Shuffle(kTrainSize, /*seed=*/42)
-                     .Map(AddChannelDim());
+                     .Map(add_channel);
   Dataset ds;
   if (args.sequential) {
     ds = rows.Map(normalize).Batch(batch).Map(cast_labels).Repeat();
   } else {
-    ds = rows.MapAndBatch(normalize, batch, kAutotune)
+    ds = rows.MapAndBatch(normalize, batch, args.parallelism != 0 ? args.parallelism : kAutotune)
              .Map(cast_labels)
              .Repeat()
-             .Prefetch(kAutotune);
+             .Prefetch(args.prefetch != 0 ? args.prefetch : kAutotune);
   }
   SLUICE_RETURN_IF_ERROR(ds.status());
   SLUICE_ASSIGN_OR_RETURN(

@@ -24,6 +24,16 @@ struct BenchArgs {
   int64_t threads = 0;        // cpu budget; 0: the cores the process may use
   int64_t batch_size = 0;     // 0: the suite's default
   bool sequential = false;    // no parallel ops, no prefetch: the naive baseline
+  // Knobs (sluice bench autotune's grid): the parallelism of every parallel op and the
+  // final prefetch's buffer, explicit values or kAutotune; 0: the suite's default.
+  int64_t parallelism = 0;
+  int64_t prefetch = 0;
+  bool autotune = true;            // Options::autotune.enabled
+  bool optimize = true;            // the default static rewrites (src/optimizer/)
+  int64_t initial_parallelism = 0;  // RuntimeOptions::initial_parallelism
+  // Record items delivered every timeline_step seconds from the iterator's creation (the
+  // warm-up included) in extra["timeline"] as [seconds, items] pairs; 0: none.
+  double timeline_step = 0;
 };
 
 struct BenchResult {
@@ -35,8 +45,10 @@ struct BenchResult {
 };
 
 // The shared timing loop: iterates `ds` (which should repeat forever) under a runtime with
-// args.threads cores, discards args.warmup_seconds, then counts items_of(batch) for
-// args.seconds. extra gets the pipeline's stats (peak buffered bytes, cpu per op).
+// args.threads cores (and args.autotune / initial_parallelism), discards
+// args.warmup_seconds, then counts items_of(batch) for args.seconds. extra gets the
+// pipeline's stats (peak buffered bytes, cpu per op), the tuned knobs at the end
+// ("tuned": [{prefix, name, value}]) and, with args.timeline_step, the timeline.
 // Shows a progress line on stderr when `progress`.
 Result<BenchResult> TimePipeline(const Dataset& ds, const BenchArgs& args, std::string suite,
                                  const std::function<int64_t(const Element&)>& items_of,
@@ -51,6 +63,9 @@ Result<BenchResult> BenchDecodeLoop(const BenchArgs& args);
 Result<BenchResult> BenchFashionMnist(const BenchArgs& args);
 // Text: TFRecord -> tokenize -> bucket_by_sequence_length -> padded_batch.
 Result<BenchResult> BenchText(const BenchArgs& args);
+// Autotuning against a grid search (tools/bench_autotune.cc) on imagenet (args.data) and
+// fashion-mnist; writes bench/results/autotune.json.
+Result<BenchResult> BenchAutotune(const BenchArgs& args);
 
 }  // namespace sluice
 

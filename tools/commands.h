@@ -14,6 +14,8 @@ namespace sluice {
 void AddDatagenCommand(CLI::App& app, int* exit_code);
 // sluice bench <suite> ... (tools/bench_command.cc)
 void AddBenchCommand(CLI::App& app, int* exit_code);
+// sluice spec show|fingerprint|export <file.json> (tools/spec_command.cc)
+void AddSpecCommand(CLI::App& app, int* exit_code);
 
 }  // namespace sluice
 

@@ -5,14 +5,7 @@
 namespace sluice {
 
 Dataset ImagenetPipeline(const std::string& data_dir, const ImagenetPipelineOptions& opts) {
-  Function open_shard = Function::DatasetFunction(
-      "open_shard",
-      [](Element file, FunctionContext&) -> Result<Dataset> {
-        return Dataset::TFRecord({file[0].scalar<std::string>()});
-      },
-      {}, [](const ElementSpec&) -> Result<ElementSpec> {
-        return ElementSpec{{{DType::kString, PartialShape{}}}};
-      });
+  auto open_shard = Function::Kernel("tfrecord_dataset");
   auto parse = Function::Kernel(
       "parse_example", {{"keys", std::vector<std::string>{"image/encoded", "image/class/label"}},
                         {"kinds", std::vector<std::string>{"fixed", "fixed"}},
@@ -26,16 +19,16 @@ Dataset ImagenetPipeline(const std::string& data_dir, const ImagenetPipelineOpti
       "normalize", {{"mean", std::vector<double>(kImagenetMean, kImagenetMean + 3)},
                     {"std", std::vector<double>(kImagenetStd, kImagenetStd + 3)},
                     {"layout", std::string("CHW")}});
-  for (const auto* f : {&parse, &crop, &flip, &normalize}) {
+  for (const auto* f : {&open_shard, &parse, &crop, &flip, &normalize}) {
     if (!f->ok()) return Dataset(f->status());
   }
-  const int64_t npc = opts.parallel ? kAutotune : 1;
+  const int64_t npc = opts.parallel ? opts.num_parallel_calls : 1;
   Dataset files =
       Dataset::ListFiles({data_dir + "/tfrecord/train-*"}, /*shuffle=*/true, opts.seed)
           .Repeat(opts.epochs);
-  Dataset records = (opts.parallel ? files.Interleave(open_shard, /*cycle_length=*/4,
-                                                      /*block_length=*/1, kAutotune)
-                                   : files.Interleave(open_shard, 4, 1))
+  Dataset records = (opts.parallel ? files.Interleave(*open_shard, /*cycle_length=*/4,
+                                                      /*block_length=*/1, npc)
+                                   : files.Interleave(*open_shard, 4, 1))
                         .Shuffle(1024, opts.seed);
   if (!opts.parallel) {
     return records.Map(*parse).Map(*crop).Map(*flip).Map(*normalize).Batch(opts.batch_size);
@@ -44,7 +37,7 @@ Dataset ImagenetPipeline(const std::string& data_dir, const ImagenetPipelineOpti
       .Map(*crop, npc)
       .Map(*flip, npc)
       .MapAndBatch(*normalize, opts.batch_size, npc)
-      .Prefetch(2);
+      .Prefetch(opts.prefetch_buffer);
 }
 
 }  // namespace sluice

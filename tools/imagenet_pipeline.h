@@ -26,6 +26,10 @@ struct ImagenetPipelineOptions {
   bool parallel = true;
   int64_t epochs = -1;  // -1: forever
   uint64_t seed = 42;
+  // Knobs (sluice bench autotune): parallelism of the maps and the interleave, and the
+  // final prefetch's buffer; explicit values or kAutotune.
+  int64_t num_parallel_calls = kAutotune;
+  int64_t prefetch_buffer = 2;
 };
 
 // `data_dir` is `sluice datagen imagenet --shards N`'s output (data_dir/tfrecord/train-*).

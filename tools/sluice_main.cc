@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   sluice::AddDatagenCommand(app, &exit_code);
   sluice::AddBenchCommand(app, &exit_code);
+  sluice::AddSpecCommand(app, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return sluice::RunDemo(dir, imagenet_dir, batch_size, epochs, json);

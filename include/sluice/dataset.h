@@ -145,6 +145,18 @@ class Function {
                                   SpecFn spec = nullptr);
   // A registered kernel; an error names the kernel when it is unknown or attrs are wrong.
   static Result<Function> Kernel(std::string_view name, AttrMap attrs = {});
+  // Fusion (the optimizer's map_fusion and filter_fusion, src/optimizer/). Each stage runs
+  // with FunctionContext(its own seed, the fused call's position), so its random draws are
+  // the ones it made in its own op. The result is a local callable (not serializable:
+  // rewrites run when an iterator is made, after serialization), named "a+b"; it is random
+  // if either stage is, skippable if both are, stateful if either is.
+  //   Compose:     x -> second(first(x)) (element functions; spec composed when declared).
+  //   Conjunction: x -> first(x) && second(x), `second` not called when first is false
+  //                (predicates, or element functions returning one bool).
+  static Function Compose(const Function& first, uint64_t first_seed, const Function& second,
+                          uint64_t second_seed);
+  static Function Conjunction(const Function& first, uint64_t first_seed,
+                              const Function& second, uint64_t second_seed);
   // Registry use only: wraps a kernel implementation.
   static Function MakeKernel(std::string name, AttrMap attrs, ElementFn fn, Traits traits,
                              SpecFn spec = nullptr, PredicateFn pred = nullptr,
@@ -208,6 +220,7 @@ struct TunedParameter {
   int64_t value = 0;
   int64_t min = 0;
   int64_t max = 0;
+  std::string op;      // the operator, e.g. "MapAndBatch"
 };
 
 // An immutable pipeline definition: a node of the dataset graph plus its inputs.
@@ -342,8 +355,13 @@ class Dataset {
   const std::shared_ptr<const DatasetNode>& node() const { return node_; }
 
   // An iterator under this dataset's options(): the static rewrites they enable run first
-  // (src/optimizer/), then AUTOTUNE knobs are tuned online within the budgets.
+  // (src/optimizer/), then AUTOTUNE knobs are tuned online within the budgets. The rewrite
+  // runs once per Dataset value (copies share it): every iterator of this dataset runs the
+  // same optimized graph, so state its nodes hold (a memory cache) carries across epochs.
   Result<std::unique_ptr<Iterator>> MakeIterator() const;
+  // One line per rewrite pass the first MakeIterator() ran (or runs now): the pass, its
+  // changes and time, or "disabled" (OptimizeReport::Lines).
+  Result<std::vector<std::string>> OptimizationReport() const;
   // An iterator over the graph exactly as built (no static rewrites) with explicit runtime
   // settings; the dataset's options are ignored. Tests and benchmarks of single ops.
   Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
@@ -356,6 +374,11 @@ class Dataset {
   std::shared_ptr<const DatasetNode> node_;
   std::shared_ptr<const Status> error_;
   std::shared_ptr<const Options> options_;  // null: default options
+  // The optimized graph, computed by the first MakeIterator() and shared by copies; a new
+  // one for every new node or options.
+  struct OptimizedGraph;
+  Result<std::shared_ptr<const OptimizedGraph>> Optimized() const;
+  std::shared_ptr<OptimizedGraph> optimized_;
 };
 
 // Statistics of one live iterator (a node of the iterator tree), read from the stats plane.

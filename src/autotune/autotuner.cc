@@ -1,15 +1,152 @@
 #include "autotune/autotuner.h"
 
-namespace sluice {
+#include <algorithm>
+#include <cstdio>
+#include <string>
 
-// Placeholder until the tuner lands: nothing is tuned.
-std::unique_ptr<Autotuner> Autotuner::Start(Runtime* runtime,
-                                            std::function<PipelineStats()> snapshot) {
-  return nullptr;
+#include "autotune/model.h"
+#include "autotune/optimizer.h"
+#include "core/logging.h"
+#include "runtime/executor.h"
+
+namespace sluice {
+namespace {
+
+std::string Us(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f us", ns / 1e3);
+  return buf;
 }
 
-Autotuner::~Autotuner() = default;
+}  // namespace
 
-std::vector<TunedParameter> Autotuner::Parameters() const { return {}; }
+std::unique_ptr<Autotuner> Autotuner::Start(Runtime* runtime,
+                                            std::function<PipelineStats()> snapshot) {
+  if (runtime == nullptr || !runtime->autotune()) return nullptr;
+  std::unique_ptr<Autotuner> t(new Autotuner(runtime, std::move(snapshot)));
+  Autotuner* self = t.get();
+  auto start = [self] {
+    std::lock_guard<std::mutex> l(self->mu_);
+    if (self->started_ || self->stop_) return;
+    self->started_ = true;
+    self->thread_ = std::thread([self] { self->Loop(); });
+  };
+  // Knobs registered later (repeat, interleave's inner pipelines) start it then.
+  runtime->tunables().SetListener(start);
+  if (runtime->tunables().size() > 0) start();
+  return t;
+}
+
+Autotuner::Autotuner(Runtime* runtime, std::function<PipelineStats()> snapshot)
+    : runtime_(runtime), snapshot_(std::move(snapshot)) {}
+
+Autotuner::~Autotuner() {
+  runtime_->tunables().SetListener(nullptr);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<TunedParameter> Autotuner::Parameters() const {
+  std::vector<TunedParameter> out;
+  for (const KnobState& k : runtime_->tunables().List()) {
+    out.push_back(TunedParameter{k.prefix, k.name, k.value, k.min, k.max, k.op});
+  }
+  return out;
+}
+
+void Autotuner::Loop() {
+  SetCurrentThreadName("sluice-autotune");
+  auto interval = kFastInterval;
+  int stable = 0;
+  uint64_t generation = runtime_->tunables().generation();
+  std::unique_lock<std::mutex> l(mu_);
+  while (!cv_.wait_for(l, interval, [this] { return stop_; })) {
+    l.unlock();
+    const bool changed = Round();
+    const uint64_t g = runtime_->tunables().generation();
+    l.lock();
+    if (changed || g != generation) {
+      interval = kFastInterval;
+      stable = 0;
+      generation = g;
+    } else if (++stable >= kStableRounds) {
+      interval = std::min<std::chrono::milliseconds>(interval * 2, kSlowInterval);
+      stable = 0;
+    }
+  }
+}
+
+bool Autotuner::Round() {
+  rounds_.fetch_add(1, std::memory_order_relaxed);
+  TunableRegistry& registry = runtime_->tunables();
+  std::vector<KnobState> knobs = registry.List();
+  if (knobs.empty()) return false;
+  const PipelineStats stats = snapshot_();
+  if (stats.nodes.empty()) return false;
+  // The window since the last round: throughput and the consumer's own time.
+  const IteratorStats& root = stats.nodes[0];
+  const int64_t dt = stats.uptime_ns - last_uptime_ns_;
+  const int64_t droot = root.elements_produced - last_root_produced_;
+  const int64_t dwall = root.wall_ns - last_root_wall_ns_;
+  if (droot < 0) {  // the tree was swapped (Restore): start the window again
+    last_uptime_ns_ = stats.uptime_ns;
+    last_root_produced_ = root.elements_produced;
+    last_root_wall_ns_ = root.wall_ns;
+    return false;
+  }
+  if (droot >= 2 && dt > 0) {
+    consumer_ns_ = std::max<double>(0, static_cast<double>(dt - dwall)) / droot;
+  }
+  const double measured = dt > 0 ? droot * 1e9 / dt : 0;
+  if (droot >= 2 || dt > 1000000000) {
+    last_uptime_ns_ = stats.uptime_ns;
+    last_root_produced_ = root.elements_produced;
+    last_root_wall_ns_ = root.wall_ns;
+  }
+
+  const Model model = Model::Build(stats, knobs, consumer_ns_);
+  if (!model.ready()) return false;
+  OptimizerLimits limits;
+  limits.cpu_budget = runtime_->cpu_budget();
+  limits.ram_budget = runtime_->memory().limit();
+  std::vector<int64_t> current(knobs.size());
+  for (size_t k = 0; k < knobs.size(); ++k) current[k] = knobs[k].value;
+  const std::vector<int64_t> plan = HillClimb(model, knobs, current, limits);
+  if (plan == current) return false;
+
+  const double now_period = model.Period(current);
+  const double plan_period = model.Period(plan);
+  const bool over_cpu = TotalParallelism(knobs, current) > limits.cpu_budget &&
+                        TotalParallelism(knobs, plan) < TotalParallelism(knobs, current);
+  const bool over_ram = limits.ram_budget > 0 &&
+                        model.BufferedBytes(current) > static_cast<double>(limits.ram_budget);
+  const bool better = plan_period < now_period * (1 - kMinImprovement);
+  const bool cheaper = plan_period <= now_period * 1.01 &&
+                       TotalParallelism(knobs, plan) <= TotalParallelism(knobs, current) &&
+                       model.BufferedBytes(plan) <= model.BufferedBytes(current);
+  SLUICE_LOG(kDebug) << "autotune: round " << rounds() << ": measured " << measured
+                     << " elements/s, consumer " << Us(consumer_ns_) << "/element, model "
+                     << Us(now_period) << " -> " << Us(plan_period) << " per element";
+  if (!(better || cheaper || over_cpu || over_ram)) return false;
+  bool changed = false;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    if (plan[k] == current[k]) continue;
+    if (!registry.Set(knobs[k].id, plan[k])) continue;  // the iterator is gone
+    changed = true;
+    changes_.fetch_add(1, std::memory_order_relaxed);
+    SLUICE_LOG(kInfo) << "autotune: " << knobs[k].prefix << " (" << knobs[k].op << ") "
+                      << knobs[k].name << " "
+                      << current[k] << " -> " << plan[k] << " (model " << Us(now_period)
+                      << " -> " << Us(plan_period) << " per element; measured " << measured
+                      << " elements/s; parallelism " << TotalParallelism(knobs, plan) << "/"
+                      << limits.cpu_budget << ", buffers "
+                      << model.BufferedBytes(plan) / (1 << 20) << " MiB)";
+  }
+  return changed;
+}
 
 }  // namespace sluice

@@ -1,17 +1,45 @@
 // Autotuner: tunes a live pipeline's AUTOTUNE knobs (parallelism, buffer sizes) online,
 // within the runtime's hard CPU and RAM budgets (tf.data's model-based autotuning, Murray
-// et al. VLDB 2021, section 4.3).
+// et al. VLDB 2021, section 4.3; the model is in model.h, the search in optimizer.h).
 //
-// Made by Dataset::MakeIterator when autotuning is on; runs a background thread that reads
-// the stats plane (Iterator::Snapshot) and writes the knobs' atomics. Chosen values are
-// visible through Parameters() (Iterator::TunedParameters) and logged when they change.
+// Made by Dataset::MakeIterator when Runtime::autotune() is on. Operators register their
+// AUTOTUNE arguments in the runtime's TunableRegistry (runtime/tunable.h) as their
+// iterators initialize; a background thread ("sluice-autotune", started when the first
+// knob appears) then, every round:
+//   1. reads the knobs and a snapshot of the stats plane (Iterator::Snapshot);
+//   2. measures, over the window since the last round, the root's throughput and the
+//      consumer's own time per element (time outside GetNext);
+//   3. builds a Model and runs HillClimb within the budgets;
+//   4. applies the plan when it lowers the modelled period by at least kMinImprovement,
+//      when the current values break a budget, or when it frees resources at no modelled
+//      cost (hysteresis, so noise does not make knobs flap); writes only changed knobs.
+// Rounds run every kFastInterval (50 ms) at first and after any change (of a knob or of
+// the set of knobs); after kStableRounds rounds without change the interval doubles, up
+// to kSlowInterval (1 s).
 //
-// Thread-safety: thread-safe; the destructor stops and joins the tuning thread.
+// Budgets. The sum of the parallelism knobs never exceeds the CPU budget (the pool size),
+// unless their minimums alone do (one per knob); the modelled buffered bytes stay within
+// the RAM budget (the MemoryBudget also enforces it at run time). Buffers are not CPU.
+//
+// Observability. Every change is logged at INFO (core/logging.h; SLUICE_LOG_LEVEL=info
+// shows them), each round at DEBUG; Parameters() returns the current values.
+//
+// Restore and repeat. Iterators are re-created (Iterator::Restore swaps the tree, repeat
+// re-makes its input each epoch): their knobs unregister when the old iterators die and
+// register again, starting at the values last chosen for the same prefix and name.
+//
+// Thread-safety: thread-safe; the destructor stops and joins the tuning thread, and must
+// run before the iterator tree and the runtime go.
 #ifndef SLUICE_AUTOTUNE_AUTOTUNER_H_
 #define SLUICE_AUTOTUNE_AUTOTUNER_H_
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "runtime/runtime.h"
@@ -21,16 +49,48 @@ namespace sluice {
 
 class Autotuner {
  public:
-  // Starts tuning the knobs of `runtime`'s pipeline; `snapshot` reads the live stats tree.
-  // Null when there is nothing to tune.
+  static constexpr std::chrono::milliseconds kFastInterval{50};
+  static constexpr std::chrono::milliseconds kSlowInterval{1000};
+  static constexpr int kStableRounds = 5;
+  static constexpr double kMinImprovement = 0.03;
+
+  // Starts tuning the knobs of `runtime`'s pipeline; `snapshot` reads the live stats tree
+  // (it must stay callable until the Autotuner is destroyed). Null when the runtime does
+  // not tune.
   static std::unique_ptr<Autotuner> Start(Runtime* runtime,
                                           std::function<PipelineStats()> snapshot);
   ~Autotuner();
+  Autotuner(const Autotuner&) = delete;
+  Autotuner& operator=(const Autotuner&) = delete;
 
+  // The knobs' current values, in registration order.
   std::vector<TunedParameter> Parameters() const;
+  // Rounds run and knob changes made so far (tests, reports).
+  int64_t rounds() const { return rounds_.load(std::memory_order_relaxed); }
+  int64_t changes() const { return changes_.load(std::memory_order_relaxed); }
 
  private:
-  Autotuner() = default;
+  Autotuner(Runtime* runtime, std::function<PipelineStats()> snapshot);
+  void Loop();
+  // One round; true when it changed a knob.
+  bool Round();
+
+  Runtime* const runtime_;
+  const std::function<PipelineStats()> snapshot_;
+  std::atomic<int64_t> rounds_{0};
+  std::atomic<int64_t> changes_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;         // GUARDED_BY(mu_)
+  bool started_ = false;      // GUARDED_BY(mu_)
+  std::thread thread_;        // GUARDED_BY(mu_) until started, then joined by ~Autotuner
+
+  // Tuning thread only: the previous round's figures.
+  int64_t last_uptime_ns_ = 0;
+  int64_t last_root_produced_ = 0;
+  int64_t last_root_wall_ns_ = 0;
+  double consumer_ns_ = 0;
 };
 
 }  // namespace sluice

@@ -76,7 +76,15 @@ std::string_view CompressionName(Compression c) {
 Dataset::Dataset()
     : error_(std::make_shared<Status>(FailedPreconditionError("uninitialized Dataset"))) {}
 
-Dataset::Dataset(std::shared_ptr<const DatasetNode> node) : node_(std::move(node)) {
+struct Dataset::OptimizedGraph {
+  std::once_flag once;
+  Status status;
+  DatasetPtr graph;
+  OptimizeReport report;
+};
+
+Dataset::Dataset(std::shared_ptr<const DatasetNode> node)
+    : node_(std::move(node)), optimized_(std::make_shared<OptimizedGraph>()) {
   if (!node_) error_ = std::make_shared<Status>(InternalError("null dataset node"));
 }
 
@@ -114,6 +122,7 @@ Dataset Dataset::WithOptions(const Options& options) const {
   if (!ok()) return *this;
   Dataset out = *this;
   out.options_ = std::make_shared<const Options>(options_ ? options_->Merge(options) : options);
+  out.optimized_ = std::make_shared<OptimizedGraph>();
   return out;
 }
 
@@ -479,13 +488,32 @@ Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
       new Iterator(graph, std::move(runtime), std::move(root), instance));
 }
 
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
+Result<std::shared_ptr<const Dataset::OptimizedGraph>> Dataset::Optimized() const {
   if (!node_) return *error_;
-  const Options& opts = options();
-  SLUICE_ASSIGN_OR_RETURN(DatasetPtr graph, OptimizeGraph(node_, opts, /*report=*/nullptr));
+  OptimizedGraph* o = optimized_.get();
+  std::call_once(o->once, [&] {
+    auto r = OptimizeGraph(node_, options(), &o->report);
+    if (r.ok()) {
+      o->graph = std::move(r).value();
+    } else {
+      o->status = r.status();
+    }
+  });
+  if (!o->status.ok()) return o->status;
+  return std::shared_ptr<const OptimizedGraph>(optimized_);
+}
+
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
+  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
   // The instance counts iterations of the dataset the user holds, so that reshuffling per
   // epoch does not depend on rewrites.
-  return MakeIteratorOver(graph, node_->NextInstance(), RuntimeOptions::FromOptions(opts));
+  return MakeIteratorOver(optimized->graph, node_->NextInstance(),
+                          RuntimeOptions::FromOptions(options()));
+}
+
+Result<std::vector<std::string>> Dataset::OptimizationReport() const {
+  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
+  return optimized->report.Lines();
 }
 
 Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const RuntimeOptions& options) const {

@@ -67,6 +67,58 @@ Function Function::MakeKernel(std::string name, AttrMap attrs, ElementFn fn, Tra
   return f;
 }
 
+namespace {
+FunctionTraits FusedTraits(const FunctionTraits& a, const FunctionTraits& b) {
+  return {.is_random = a.is_random || b.is_random,
+          .skippable = a.skippable && b.skippable,
+          .stateful = a.stateful || b.stateful};
+}
+}  // namespace
+
+Function Function::Compose(const Function& first, uint64_t first_seed, const Function& second,
+                           uint64_t second_seed) {
+  if (!first.valid() || !second.valid()) return Function();
+  SpecFn spec;
+  if (first.impl_->spec || second.impl_->spec) {
+    // What the two ops declared: an undeclared stage yields an unknown spec.
+    spec = [first, second](const ElementSpec& in) -> Result<ElementSpec> {
+      ElementSpec mid = ElementSpec::Unknown();
+      if (auto s = first.OutputSpec(in)) {
+        SLUICE_ASSIGN_OR_RETURN(mid, std::move(*s));
+      }
+      if (auto s = second.OutputSpec(mid)) return std::move(*s);
+      return ElementSpec::Unknown();
+    };
+  }
+  return Map(
+      first.name() + "+" + second.name(),
+      [first, second, first_seed, second_seed](Element&& e,
+                                               FunctionContext& ctx) -> Result<Element> {
+        FunctionContext c1(first_seed, ctx.position());
+        SLUICE_RETURN_IF_ERROR(first.Apply(&e, c1));
+        FunctionContext c2(second_seed, ctx.position());
+        SLUICE_RETURN_IF_ERROR(second.Apply(&e, c2));
+        return std::move(e);
+      },
+      FusedTraits(first.traits(), second.traits()), std::move(spec));
+}
+
+Function Function::Conjunction(const Function& first, uint64_t first_seed,
+                               const Function& second, uint64_t second_seed) {
+  if (!first.valid() || !second.valid()) return Function();
+  return Predicate(
+      first.name() + "+" + second.name(),
+      [first, second, first_seed, second_seed](const Element& e,
+                                               FunctionContext& ctx) -> Result<bool> {
+        FunctionContext c1(first_seed, ctx.position());
+        SLUICE_ASSIGN_OR_RETURN(bool keep, first.Test(e, c1));
+        if (!keep) return false;
+        FunctionContext c2(second_seed, ctx.position());
+        return second.Test(e, c2);
+      },
+      FusedTraits(first.traits(), second.traits()));
+}
+
 Function::Kind Function::kind() const {
   if (!impl_) return Kind::kInvalid;
   if (impl_->fn) return Kind::kElement;

@@ -39,6 +39,8 @@ void RegisterBuiltins(Registry* r) {
   RegisterParallelBatchDataset(r);
   RegisterMapAndBatchDataset(r);
   RegisterParallelInterleaveDataset(r);
+  RegisterShuffleAndRepeatDataset(r);
+  RegisterMapAndFilterDataset(r);
 
   // Kernels.
   RegisterBasicKernels(r);
@@ -46,6 +48,8 @@ void RegisterBuiltins(Registry* r) {
   RegisterImageDecodeKernels(r);
   RegisterImageKernels(r);
   RegisterTextKernels(r);
+  RegisterDatasetKernels(r);
+  RegisterTensorKernels(r);
 }
 
 }  // namespace sluice

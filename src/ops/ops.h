@@ -44,6 +44,8 @@ void RegisterParallelFilterDataset(Registry* r);
 void RegisterParallelBatchDataset(Registry* r);
 void RegisterMapAndBatchDataset(Registry* r);
 void RegisterParallelInterleaveDataset(Registry* r);
+void RegisterShuffleAndRepeatDataset(Registry* r);  // optimizer: shuffle_and_repeat_fusion
+void RegisterMapAndFilterDataset(Registry* r);  // MapAndFilter, ParallelMapAndFilter (optimizer)
 
 // Kernels (functions usable by map/filter/...).
 void RegisterBasicKernels(Registry* r);    // identity, cast, select, read_file, ...
@@ -53,6 +55,10 @@ void RegisterImageDecodeKernels(Registry* r);
 // resize, random_resized_crop, center_crop, flips, normalize, to_float (ops/image)
 void RegisterImageKernels(Registry* r);
 void RegisterTextKernels(Registry* r);     // split, tokenize, vocab_lookup, pad, ... (ops/text)
+// tfrecord_dataset, text_line_dataset, fixed_length_record_dataset, from_tensor_slices,
+// window_batch: element -> Dataset (ops/kernels/dataset_kernels.cc)
+void RegisterDatasetKernels(Registry* r);
+void RegisterTensorKernels(Registry* r);   // expand_dims, reshape, compare (ops/kernels)
 
 }  // namespace sluice
 

@@ -54,7 +54,8 @@ int64_t StaticElementBytes(const ElementSpec& spec) {
 }
 
 int64_t ResolveParallelism(int64_t value, const Runtime& rt) {
-  return value == kAutotune ? std::max<int64_t>(1, rt.cpu_budget()) : std::max<int64_t>(1, value);
+  return value == kAutotune ? std::max<int64_t>(1, rt.initial_parallelism())
+                            : std::max<int64_t>(1, value);
 }
 
 AsyncBufferIterator::AsyncBufferIterator(DatasetPtr node, std::string prefix,
@@ -65,6 +66,9 @@ AsyncBufferIterator::AsyncBufferIterator(DatasetPtr node, std::string prefix,
       options_(options) {}
 
 AsyncBufferIterator::~AsyncBufferIterator() {
+  // First: after these the tuner never calls the setters again.
+  parallelism_knob_.Reset();
+  capacity_knob_.Reset();
   Cancel();
   if (runner_.joinable()) runner_.join();
   std::unique_lock<std::mutex> l(mu_);
@@ -76,8 +80,29 @@ AsyncBufferIterator::~AsyncBufferIterator() {
 Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
   runtime_ = ctx.runtime();
   deterministic_ = runtime_->Deterministic(options_.deterministic);
-  set_parallelism(ResolveParallelism(options_.parallelism, *runtime_));
-  set_capacity(options_.capacity > 0 ? options_.capacity : processor_->Capacity(parallelism()));
+  int64_t p = ResolveParallelism(options_.parallelism, *runtime_);
+  const bool tune = runtime_->autotune();
+  capacity_follows_ = options_.capacity == 0;  // before the setter can run
+  if (tune && options_.parallelism == kAutotune) {
+    const int64_t max = std::max<int64_t>(1, runtime_->cpu_budget());
+    std::vector<int64_t> slots;
+    if (capacity_follows_) {
+      for (int64_t v = 1; v <= max; ++v) slots.push_back(processor_->Capacity(v));
+    }
+    parallelism_knob_ = runtime_->tunables().Register(
+        {prefix(), "parallelism", KnobKind::kParallelism, 1, max,
+         [this](int64_t v) { set_parallelism(v); }, std::move(slots), node().op()},
+        &p);
+  }
+  int64_t c = options_.capacity > 0 ? options_.capacity : processor_->Capacity(p);
+  if (tune && options_.capacity == kAutotune) {
+    capacity_knob_ = runtime_->tunables().Register(
+        {prefix(), "buffer_size", KnobKind::kBuffer, 1, std::max(c, kMaxTunedCapacity),
+         [this](int64_t v) { set_capacity(v); }, {}, node().op()},
+        &c);
+  }
+  set_parallelism(p);
+  set_capacity(c);
   estimate_ = processor_->StaticOutputBytes();
   SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
   return Status::OK();
@@ -86,6 +111,7 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
 void AsyncBufferIterator::set_parallelism(int64_t p) {
   parallelism_.store(std::max<int64_t>(1, p), std::memory_order_relaxed);
   stats().parallelism.store(parallelism(), std::memory_order_relaxed);
+  if (capacity_follows_) set_capacity(processor_->Capacity(parallelism()));
   std::vector<Part> start;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -18,9 +18,16 @@
 // fetching a unit the runner reserves its estimated bytes in the pipeline's MemoryBudget
 // and waits while the budget is full (see memory_budget.h for the exact guarantee).
 //
-// Tunables. parallelism and capacity are atomics (kAutotune starts at the CPU budget);
-// the runner and dispatcher read them on every decision, so a new value takes effect at
-// once. Their values are published in NodeStats (parallelism, buffer_limit).
+// Tunables. parallelism and capacity are atomics; the runner and dispatcher read them on
+// every decision, so a new value takes effect at once (a lower parallelism lets running
+// parts finish and starts no new ones above it; a lower capacity stops fetching until the
+// buffer drains below it). Their values are published in NodeStats (parallelism,
+// buffer_limit). An AUTOTUNE parallelism starts at Runtime::initial_parallelism() (1 when
+// tuning, the CPU budget when not) and, when the runtime tunes, is registered as the knob
+// "parallelism" in [1, cpu_budget] (runtime/tunable.h). A capacity left at 0 follows the
+// parallelism (processor->Capacity(parallelism), re-derived when the parallelism changes);
+// an AUTOTUNE capacity starts there too and is registered as the knob "buffer_size" in
+// [1, kMaxTunedCapacity]. Knobs unregister first thing in the destructor.
 //
 // Checkpoints. Save pauses the runner, waits for in-flight parts to finish, then writes
 // every buffered result (elements, errors, dropped markers) and the input's state; the
@@ -90,7 +97,9 @@ class UnitProcessor {
 
 struct AsyncBufferOptions {
   int64_t parallelism = 1;  // or kAutotune
-  int64_t capacity = 0;     // slots; 0 or kAutotune: processor->Capacity(parallelism)
+  // Slots; 0: processor->Capacity(parallelism), following the parallelism; kAutotune: the
+  // same start, then tuned.
+  int64_t capacity = 0;
   int64_t deterministic = -1;  // -1: the runtime's default, 0, 1
 };
 
@@ -104,6 +113,10 @@ class AsyncBufferIterator final : public IteratorBase {
   Status Initialize(const IteratorContext& ctx) override;
   void Cancel() override;
   bool async() const override { return true; }
+
+  // The largest buffer the tuner may give an AUTOTUNE capacity (the RAM budget bounds it
+  // further, in the tuner's model and at run time).
+  static constexpr int64_t kMaxTunedCapacity = 256;
 
   // Tunables (thread-safe; take effect at once).
   void set_parallelism(int64_t p);
@@ -154,6 +167,8 @@ class AsyncBufferIterator final : public IteratorBase {
   Runtime* runtime_ = nullptr;
   std::atomic<int64_t> parallelism_{1};
   std::atomic<int64_t> capacity_{2};
+  bool capacity_follows_ = false;  // set by Initialize, then read-only
+  TunableRegistry::Registration parallelism_knob_, capacity_knob_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable runner_cv_;    // room in the buffer, unpaused, cancelled
@@ -225,7 +240,8 @@ struct ParallelAttrs {
 Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& attrs);
 // The exact bytes of every element of `spec` when it is fully shaped and numeric, else -1.
 int64_t StaticElementBytes(const ElementSpec& spec);
-// Resolves a parallelism attribute for a runtime: kAutotune starts at the CPU budget.
+// Resolves a parallelism attribute for a runtime: kAutotune starts at
+// rt.initial_parallelism() (1 when the runtime tunes, else the CPU budget).
 int64_t ResolveParallelism(int64_t value, const Runtime& rt);
 
 }  // namespace sluice

@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include <algorithm>
+
 #include "runtime/node_stats.h"
 #include "runtime/resources.h"
 
@@ -31,6 +33,8 @@ RuntimeOptions Resolve(RuntimeOptions o) {
   if (o.cpu_budget <= 0) o.cpu_budget = cores;
   if (o.ram_budget == 0) o.ram_budget = memory / 2;
   if (o.ram_budget < 0) o.ram_budget = 0;  // MemoryBudget: <= 0 is unlimited
+  if (o.initial_parallelism <= 0) o.initial_parallelism = o.autotune ? 1 : o.cpu_budget;
+  o.initial_parallelism = std::clamp<int64_t>(o.initial_parallelism, 1, o.cpu_budget);
   return o;
 }
 
@@ -54,7 +58,11 @@ Executor& Runtime::executor() {
 Runtime::~Runtime() = default;
 
 Runtime* Runtime::Default() {
-  static Runtime* rt = new Runtime(RuntimeOptions{});  // never destroyed: outlives iterators
+  static Runtime* rt = new Runtime([] {
+    RuntimeOptions o;
+    o.autotune = false;  // nothing would tune its knobs
+    return o;
+  }());  // never destroyed: outlives iterators
   return rt;
 }
 

@@ -1,5 +1,5 @@
 // Runtime: what one pipeline (one top-level Iterator) shares: its thread pool, its memory
-// budget and its resolved options. Made by Dataset::MakeIterator from RuntimeOptions and
+// budget, its AUTOTUNE knobs (TunableRegistry) and its resolved options. Made by Dataset::MakeIterator from RuntimeOptions and
 // reached by every iterator of the tree through IteratorContext::runtime().
 //
 // Thread-safety: thread-safe (options are immutable; the executor is made once; the budget
@@ -13,6 +13,7 @@
 
 #include "runtime/executor.h"
 #include "runtime/memory_budget.h"
+#include "runtime/tunable.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -20,7 +21,8 @@ namespace sluice {
 class Runtime {
  public:
   // Resolves defaults (cpu_budget 0: AvailableCores(); ram_budget 0: half of
-  // AvailableMemory(), -1: unlimited) and starts the pool.
+  // AvailableMemory(), -1: unlimited; initial_parallelism 0: 1 when autotune is on, else
+  // the CPU budget; an explicit one is clamped to [1, cpu_budget]).
   explicit Runtime(const RuntimeOptions& options);
   ~Runtime();
 
@@ -30,8 +32,15 @@ class Runtime {
   Executor& executor();
   MemoryBudget& memory() { return memory_; }
   int64_t cpu_budget() const { return options_.cpu_budget; }
+  // Whether AUTOTUNE knobs are tuned online: operators register them in tunables() and
+  // the Iterator runs an Autotuner. Off for Default().
+  bool autotune() const { return options_.autotune; }
+  // Where AUTOTUNE parallelism starts (resolved, in [1, cpu_budget]).
+  int64_t initial_parallelism() const { return options_.initial_parallelism; }
+  TunableRegistry& tunables() { return tunables_; }
   bool deterministic_default() const { return options_.deterministic; }
-  // The process-wide runtime used by iterators made without one (defaults).
+  // The process-wide runtime used by iterators made without one (defaults, no tuning:
+  // AUTOTUNE parallelism is the CPU budget).
   static Runtime* Default();
 
   // The value of a tri-state `deterministic` attribute (-1: unset, 0, 1).
@@ -42,6 +51,7 @@ class Runtime {
  private:
   RuntimeOptions options_;
   MemoryBudget memory_;
+  TunableRegistry tunables_;
   std::once_flag executor_once_;
   std::unique_ptr<Executor> executor_;
 };

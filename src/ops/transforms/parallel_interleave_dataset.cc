@@ -18,9 +18,14 @@
 //    input does not hold the others back.
 //
 // Mechanism.
-//  * `num_parallel_calls` worker threads of this iterator ("sluice-interleave"; kAutotune
-//    is the CPU budget), at most cycle_length + the number of future inputs, and
-//    kMaxWorkers. They never run on the pipeline's pool: they call GetNext (executor.h).
+//  * `num_parallel_calls` worker threads of this iterator ("sluice-interleave"), at most
+//    cycle_length + the number of future inputs, and kMaxWorkers. They never run on the
+//    pipeline's pool: they call GetNext (executor.h). With kAutotune as many threads are
+//    started as the CPU budget allows, but only `parallelism` of them run jobs at once
+//    (the rest wait); it starts at Runtime::initial_parallelism() and, when the runtime
+//    tunes, is the knob "parallelism" (runtime/tunable.h), read on every job pick, so a
+//    change takes effect at the next job. The per-input buffer is not tuned (it is part of
+//    the checkpoint's validation).
 //  * Jobs: pull the next input element (one worker at a time calls input_->GetNext), open
 //    a pulled element (dataset function + MakeChild), fetch one element from an open
 //    inner iterator into its buffer (one worker per inner iterator at a time).
@@ -150,6 +155,7 @@ class ParallelInterleaveIterator : public IteratorBase {
       : IteratorBase(ds->shared(), prefix), ds_(ds) {}
 
   ~ParallelInterleaveIterator() override {
+    parallelism_knob_.Reset();  // first: the tuner never calls the setter again
     Cancel();
     for (std::thread& t : workers_) t.join();
     std::vector<std::unique_ptr<Input>> dead;
@@ -170,14 +176,25 @@ class ParallelInterleaveIterator : public IteratorBase {
     block_length_ = ds_->block_length();
     buffer_per_input_ = std::max(block_length_, kMinBufferPerInput);
     max_futures_ = std::min(cycle_length_, kMaxFutures);
+    const int64_t max_workers = std::min(SatAdd(cycle_length_, max_futures_), kMaxWorkers);
+    const bool autotune = ds_->parallel().num_parallel_calls == kAutotune;
+    int64_t limit = std::min(
+        ResolveParallelism(ds_->parallel().num_parallel_calls, *runtime_), max_workers);
     num_workers_ =
-        std::min({ResolveParallelism(ds_->parallel().num_parallel_calls, *runtime_),
-                  SatAdd(cycle_length_, max_futures_), kMaxWorkers});
+        autotune ? std::min(std::max<int64_t>(1, runtime_->cpu_budget()), max_workers) : limit;
+    if (autotune && runtime_->autotune()) {
+      parallelism_knob_ = runtime_->tunables().Register(
+          {prefix(), "parallelism", KnobKind::kParallelism, 1, num_workers_,
+           [this](int64_t v) { SetParallelism(v); }, {}, node().op()},
+          &limit);
+    }
+    worker_limit_.store(std::min(limit, num_workers_), std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> l(mu_);
       estimate_ = StaticElementBytes(node().element_spec());
     }
-    stats().parallelism.store(num_workers_, std::memory_order_relaxed);
+    stats().parallelism.store(worker_limit_.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
     stats().buffer_limit.store(
         SatMul(SatAdd(cycle_length_, max_futures_), buffer_per_input_),
         std::memory_order_relaxed);
@@ -197,6 +214,17 @@ class ParallelInterleaveIterator : public IteratorBase {
   }
 
   bool async() const override { return true; }
+
+  // Workers that may run jobs at once, in [1, num_workers_] (thread-safe).
+  void SetParallelism(int64_t v) {
+    worker_limit_.store(std::clamp<int64_t>(v, 1, num_workers_), std::memory_order_relaxed);
+    stats().parallelism.store(worker_limit_.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+    }
+    worker_cv_.notify_all();
+  }
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -658,6 +686,7 @@ class ParallelInterleaveIterator : public IteratorBase {
   // further job could run at once.
   Job PickJobLocked(bool* budget_blocked, bool* more) {
     if (paused_ || cancelled_) return Job();
+    if (active_jobs_ >= worker_limit_.load(std::memory_order_relaxed)) return Job();
     const size_t in_cycle = NeedOrderLocked(&order_);
     bool cycle_buffered = false, cycle_busy = false;
     if (!deterministic_) {
@@ -716,7 +745,8 @@ class ParallelInterleaveIterator : public IteratorBase {
     MemoryBudget& budget = runtime_->memory();
     if (estimate_ < 0) {
       // Size unknown until the first element: bound what is buffered or in flight.
-      if (budget.limit() <= 0 || buffered_count_ + fetches_in_flight_ < num_workers_ ||
+      if (budget.limit() <= 0 ||
+          buffered_count_ + fetches_in_flight_ < worker_limit_.load(std::memory_order_relaxed) ||
           urgent) {
         return int64_t{0};
       }
@@ -988,7 +1018,10 @@ class ParallelInterleaveIterator : public IteratorBase {
   int64_t block_length_ = 1;
   int64_t buffer_per_input_ = kMinBufferPerInput;
   int64_t max_futures_ = 1;
-  int64_t num_workers_ = 1;
+  int64_t num_workers_ = 1;  // threads started
+  // Of them, how many may run jobs at once (the tunable).
+  std::atomic<int64_t> worker_limit_{1};
+  TunableRegistry::Registration parallelism_knob_;
   IteratorPtr input_;  // called by the worker holding input_busy_, or by Save/Restore
   // Started by the first GetNext (under mu_, on the consumer thread), joined by the
   // destructor once no call is in progress.

@@ -35,8 +35,9 @@ class PrefetchDataset : public DatasetNode {
                                            const std::string& prefix) const override {
     AsyncBufferOptions o;
     o.parallelism = 1;
-    // AUTOTUNE starts small (autotuning grows it); the memory budget bounds it anyway.
-    o.capacity = buffer_size_ == kAutotune ? 2 : buffer_size_;
+    // AUTOTUNE starts at 2 (processor Capacity(1)); when the runtime tunes it is the knob
+    // "buffer_size" (async_buffer.h). The memory budget bounds it anyway.
+    o.capacity = buffer_size_;
     o.deterministic = 1;
     return IteratorPtr(new AsyncBufferIterator(
         shared(), prefix,

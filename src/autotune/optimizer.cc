@@ -1,0 +1,50 @@
+#include "autotune/optimizer.h"
+
+#include <algorithm>
+
+namespace sluice {
+
+int64_t TotalParallelism(const std::vector<KnobState>& knobs, const std::vector<int64_t>& v) {
+  int64_t total = 0;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    if (knobs[k].kind == KnobKind::kParallelism) total += v[k];
+  }
+  return total;
+}
+
+std::vector<int64_t> HillClimb(const Model& model, const std::vector<KnobState>& knobs,
+                               const std::vector<int64_t>& current,
+                               const OptimizerLimits& limits) {
+  std::vector<int64_t> v = current;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    if (model.knob_ready(k)) v[k] = knobs[k].min;
+  }
+  const double ram = static_cast<double>(limits.ram_budget);
+  auto fits = [&](const std::vector<int64_t>& c) {
+    if (TotalParallelism(knobs, c) > limits.cpu_budget) return false;
+    return limits.ram_budget <= 0 || model.BufferedBytes(c) <= ram;
+  };
+  double period = model.Period(v);
+  while (period > 0) {
+    int best = -1;
+    double best_period = period;
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      if (!model.knob_ready(k) || v[k] >= knobs[k].max) continue;
+      ++v[k];
+      if (fits(v)) {
+        const double p = model.Period(v);
+        if (p < best_period) {
+          best_period = p;
+          best = static_cast<int>(k);
+        }
+      }
+      --v[k];
+    }
+    if (best < 0 || best_period > period * (1 - limits.min_gain)) break;
+    ++v[best];
+    period = best_period;
+  }
+  return v;
+}
+
+}  // namespace sluice

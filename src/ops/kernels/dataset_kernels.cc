@@ -1,0 +1,89 @@
+// Dataset-valued kernels (element -> Dataset), for flat_map, interleave and
+// group_by_window, so that pipelines which open files per element serialize:
+//   tfrecord_dataset, text_line_dataset, fixed_length_record_dataset: a file name (string
+//     scalar in `component`, default 0) -> the records of that file. Other attributes are
+//     the source op's (compression, buffer_size, record_bytes, header_bytes, ...).
+//   from_tensor_slices: an element -> the dataset of its slices along dimension 0.
+//   window_batch(batch_size, drop_remainder=false): group_by_window's reduce function
+//     that batches the window.
+#include "graph/attr.h"
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace sluice {
+namespace {
+
+// kernel `name` -> op `op` with filenames = [the element's file name].
+void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::string& op) {
+  r->RegisterKernel(name, [name, op](const AttrMap& attrs) -> Result<Function> {
+     SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, name, "component", 0));
+     if (comp < 0) {
+       return InvalidArgumentError(name + ": component must be >= 0, got " + std::to_string(comp));
+     }
+     if (attrs.count("filenames")) {
+       return InvalidArgumentError(name + ": the file name comes from the element; drop the "
+                                   "'filenames' attribute");
+     }
+     AttrMap op_attrs = attrs;
+     op_attrs.erase("component");
+     // Validates the op's attributes now, with a placeholder file name (sources open their
+     // files when iterated, not when built).
+     op_attrs["filenames"] = std::vector<std::string>{"<file>"};
+     Dataset probe = Dataset::FromOp(op, op_attrs);
+     if (!probe.ok()) return probe.status().WithContext(name);
+     const ElementSpec out_spec = probe.element_spec();
+     return Function::MakeKernel(
+         name, attrs, nullptr, {.is_random = false},
+         [out_spec](const ElementSpec&) -> Result<ElementSpec> { return out_spec; }, nullptr,
+         [name, op, op_attrs, comp](Element e, FunctionContext&) -> Result<Dataset> {
+           if (static_cast<size_t>(comp) >= e.size() || e[comp].dtype() != DType::kString ||
+               e[comp].num_elements() != 1) {
+             return InvalidArgumentError(name + ": component " + std::to_string(comp) +
+                                         " must be a string scalar (a file name), got " +
+                                         e.DebugString(2));
+           }
+           AttrMap a = op_attrs;
+           a["filenames"] = std::vector<std::string>{e[comp].flat<std::string>()[0]};
+           return Dataset::FromOp(op, std::move(a));
+         });
+   }).IgnoreError();
+}
+
+}  // namespace
+
+void RegisterDatasetKernels(Registry* r) {
+  RegisterFileDatasetKernel(r, "tfrecord_dataset", "TFRecord");
+  RegisterFileDatasetKernel(r, "text_line_dataset", "TextLine");
+  RegisterFileDatasetKernel(r, "fixed_length_record_dataset", "FixedLengthRecord");
+
+  r->RegisterKernel("from_tensor_slices", [](const AttrMap& attrs) -> Result<Function> {
+     if (!attrs.empty()) return InvalidArgumentError("from_tensor_slices: takes no attributes");
+     return Function::MakeKernel(
+         "from_tensor_slices", attrs, nullptr, {.is_random = false},
+         [](const ElementSpec& in) -> Result<ElementSpec> { return UnbatchedSpec(in); }, nullptr,
+         [](Element e, FunctionContext&) -> Result<Dataset> {
+           return Dataset::FromTensorSlices(std::move(e));
+         });
+   }).IgnoreError();
+
+  r->RegisterKernel("window_batch", [](const AttrMap& attrs) -> Result<Function> {
+     SLUICE_ASSIGN_OR_RETURN(int64_t batch, GetAttr<int64_t>(attrs, "window_batch", "batch_size"));
+     SLUICE_ASSIGN_OR_RETURN(bool drop,
+                             GetAttrOr<bool>(attrs, "window_batch", "drop_remainder", false));
+     if (batch < 1) {
+       return InvalidArgumentError("window_batch: batch_size must be >= 1, got " +
+                                   std::to_string(batch));
+     }
+     return Function::MakeKernel(
+         "window_batch", attrs, nullptr, {.is_random = false}, nullptr, nullptr,
+         [batch, drop](Element, FunctionContext& ctx) -> Result<Dataset> {
+           if (ctx.window() == nullptr) {
+             return InvalidArgumentError(
+                 "window_batch: not called by group_by_window (no window to batch)");
+           }
+           return ctx.window()->Batch(batch, drop);
+         });
+   }).IgnoreError();
+}
+
+}  // namespace sluice

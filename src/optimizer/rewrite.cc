@@ -1,0 +1,153 @@
+// RewriteGraph and the matchers shared by passes (pass.h).
+#include <unordered_set>
+
+#include "graph/registry.h"
+#include "optimizer/pass.h"
+
+namespace sluice {
+
+bool RewriteContext::Shared(const DatasetPtr& node) const {
+  const DatasetNode* n = node.get();
+  if (auto it = origin_.find(n); it != origin_.end()) n = it->second;
+  auto it = uses_.find(n);
+  return it != uses_.end() && it->second > 1;
+}
+
+const DatasetNode* RewriteContext::Origin(const DatasetPtr& node) const {
+  auto it = origin_.find(node.get());
+  return it != origin_.end() ? it->second : node.get();
+}
+
+Result<DatasetPtr> RewriteContext::Make(std::string_view op, AttrMap attrs,
+                                        std::vector<DatasetPtr> inputs,
+                                        std::vector<Function> functions) {
+  return Registry::Global().CreateOp(
+      op, OpArgs{std::move(attrs), std::move(inputs), std::move(functions)});
+}
+
+Result<PassResult> RewriteGraph(const DatasetPtr& root, const RewriteRule& rule) {
+  if (!root) return InvalidArgumentError("optimizer: null graph");
+  RewriteContext ctx;
+  // Consumers per node, counting every edge (Zip(a, a) uses a twice).
+  {
+    std::vector<const DatasetNode*> stack{root.get()};
+    std::unordered_set<const DatasetNode*> seen{root.get()};
+    ctx.uses_[root.get()] = 1;
+    while (!stack.empty()) {
+      const DatasetNode* n = stack.back();
+      stack.pop_back();
+      for (const DatasetPtr& in : n->inputs()) {
+        if (!in) return InvalidArgumentError("optimizer: op '" + n->op() + "' has a null input");
+        ++ctx.uses_[in.get()];
+        if (seen.insert(in.get()).second) stack.push_back(in.get());
+      }
+    }
+  }
+  // Post-order walk: a node is finished once all its inputs are.
+  PassResult out;
+  std::unordered_map<const DatasetNode*, DatasetPtr> done;
+  std::vector<std::pair<DatasetPtr, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [node, expanded] = stack.back();
+    stack.pop_back();
+    if (done.count(node.get())) continue;
+    if (!expanded) {
+      stack.push_back({node, true});
+      for (const DatasetPtr& in : node->inputs()) {
+        if (!done.count(in.get())) stack.push_back({in, false});
+      }
+      continue;
+    }
+    std::vector<DatasetPtr> inputs;
+    inputs.reserve(node->inputs().size());
+    bool changed = false;
+    for (const DatasetPtr& in : node->inputs()) {
+      inputs.push_back(done.at(in.get()));
+      changed |= inputs.back() != in;
+    }
+    DatasetPtr cur = node;
+    if (changed) {
+      auto rebuilt = RewriteContext::Make(node->op(), node->attrs(), std::move(inputs),
+                                          node->functions());
+      if (!rebuilt.ok()) {
+        return rebuilt.status().WithContext("optimizer: rebuilding '" + node->op() + "'");
+      }
+      cur = std::move(rebuilt).value();
+      ctx.origin_.emplace(cur.get(), node.get());
+    }
+    auto replaced = rule(cur, ctx);
+    if (!replaced.ok()) {
+      return replaced.status().WithContext("optimizer: rewriting '" + node->op() + "'");
+    }
+    if (*replaced && *replaced != cur) {
+      ++out.changes;
+      cur = std::move(replaced).value();
+      ctx.origin_.emplace(cur.get(), node.get());
+    }
+    done.emplace(node.get(), std::move(cur));
+  }
+  out.root = done.at(root.get());
+  return out;
+}
+
+int64_t IntAttr(const DatasetNode& node, std::string_view name, int64_t fallback) {
+  auto it = node.attrs().find(name);
+  if (it == node.attrs().end()) return fallback;
+  const int64_t* v = std::get_if<int64_t>(&it->second);
+  return v ? *v : fallback;
+}
+
+bool BoolAttr(const DatasetNode& node, std::string_view name, bool fallback) {
+  auto it = node.attrs().find(name);
+  if (it == node.attrs().end()) return fallback;
+  const bool* v = std::get_if<bool>(&it->second);
+  return v ? *v : fallback;
+}
+
+int64_t LargerParallelism(int64_t a, int64_t b) {
+  if (a == kAutotune || b == kAutotune) return kAutotune;
+  return std::max(a, b);
+}
+
+bool IsAsyncOp(std::string_view op) {
+  return op == "Prefetch" || op == "ParallelMap" || op == "ParallelFilter" ||
+         op == "ParallelBatch" || op == "MapAndBatch" || op == "ParallelInterleave" ||
+         op == "ParallelMapAndFilter";
+}
+
+namespace {
+// Ops that neither read the iterator context's seed_mix nor make iterators whose
+// randomness depends on it, given inputs that do not.
+bool SeedMixFree(const DatasetNode& n) {
+  static const std::unordered_set<std::string_view> kFree = {
+      "Range", "FromTensors", "FromTensorSlices", "TextLine", "TFRecord",
+      "FixedLengthRecord", "Idx", "ImageFolder", "Map", "ParallelMap", "Filter",
+      "ParallelFilter", "Batch", "ParallelBatch", "MapAndBatch", "PaddedBatch", "Unbatch",
+      "Take", "Skip", "Shard", "Prefetch", "Zip", "Concatenate", "Enumerate", "Cache",
+      "Scan", "Window", "IgnoreErrors", "Repeat", "MapAndFilter", "ParallelMapAndFilter"};
+  if (n.op() == "Shuffle" || n.op() == "ShuffleAndRepeat") {
+    return !BoolAttr(n, "reshuffle_each_iteration", true);
+  }
+  if (n.op() == "ListFiles") return !BoolAttr(n, "shuffle", true);
+  for (const Function& f : n.functions()) {
+    if (f.kind() == Function::Kind::kDataset) return false;
+  }
+  return kFree.count(n.op()) > 0;
+}
+}  // namespace
+
+bool ReadsSeedMix(const DatasetPtr& node) {
+  std::vector<const DatasetNode*> stack{node.get()};
+  std::unordered_set<const DatasetNode*> seen{node.get()};
+  while (!stack.empty()) {
+    const DatasetNode* n = stack.back();
+    stack.pop_back();
+    if (!SeedMixFree(*n)) return true;
+    for (const DatasetPtr& in : n->inputs()) {
+      if (seen.insert(in.get()).second) stack.push_back(in.get());
+    }
+  }
+  return false;
+}
+
+}  // namespace sluice

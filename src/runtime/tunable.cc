@@ -1,0 +1,82 @@
+#include "runtime/tunable.h"
+
+#include <algorithm>
+
+namespace sluice {
+
+TunableRegistry::Registration& TunableRegistry::Registration::operator=(
+    Registration&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    registry_ = o.registry_;
+    id_ = o.id_;
+    o.registry_ = nullptr;
+  }
+  return *this;
+}
+
+void TunableRegistry::Registration::Reset() {
+  if (registry_ != nullptr) registry_->Unregister(id_);
+  registry_ = nullptr;
+}
+
+TunableRegistry::Registration TunableRegistry::Register(KnobSpec spec, int64_t* value) {
+  std::lock_guard<std::mutex> l(mu_);
+  spec.max = std::max(spec.min, spec.max);
+  auto it = remembered_.find({spec.prefix, spec.name});
+  if (it != remembered_.end()) *value = it->second;
+  *value = std::clamp(*value, spec.min, spec.max);
+  const uint64_t id = next_id_++;
+  knobs_[id] = Entry{std::move(spec), *value};
+  ++generation_;
+  if (listener_) listener_();
+  return Registration(this, id);
+}
+
+void TunableRegistry::Unregister(uint64_t id) {
+  std::lock_guard<std::mutex> l(mu_);
+  knobs_.erase(id);
+  ++generation_;
+}
+
+std::vector<KnobState> TunableRegistry::List() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<KnobState> out;
+  out.reserve(knobs_.size());
+  for (const auto& [id, e] : knobs_) {
+    out.push_back(KnobState{id, e.spec.prefix, e.spec.name, e.spec.kind, e.value, e.spec.min,
+                            e.spec.max, e.spec.slots, e.spec.op});
+  }
+  return out;
+}
+
+bool TunableRegistry::Set(uint64_t id, int64_t value) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = knobs_.find(id);
+  if (it == knobs_.end()) return false;
+  Entry& e = it->second;
+  value = std::clamp(value, e.spec.min, e.spec.max);
+  remembered_[{e.spec.prefix, e.spec.name}] = value;
+  if (value != e.value) {
+    e.value = value;
+    if (e.spec.set) e.spec.set(value);
+  }
+  return true;
+}
+
+void TunableRegistry::SetListener(std::function<void()> listener) {
+  std::lock_guard<std::mutex> l(mu_);
+  listener_ = std::move(listener);
+}
+
+uint64_t TunableRegistry::generation() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return generation_;
+}
+
+size_t TunableRegistry::size() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return knobs_.size();
+}
+
+}  // namespace sluice

@@ -1,0 +1,373 @@
+// Online autotuning (src/autotune/, runtime/tunable.h): the knob registry, the model and
+// hill climb within budgets, and live pipelines (knobs grow from 1, hard CPU and RAM
+// budgets hold, TunedParameters, Restore). Assertions are on knob values and budget
+// figures, never on timing: live tests poll with generous deadlines.
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <chrono>
+#include <thread>
+
+#include "autotune/model.h"
+#include "autotune/optimizer.h"
+#include "runtime/node_stats.h"
+#include "runtime/tunable.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+namespace {
+
+using std::chrono::steady_clock;
+
+void Burn(int64_t us) {
+  const int64_t end = ThreadCpuNs() + us * 1000;
+  volatile int64_t x = 0;
+  while (ThreadCpuNs() < end) {
+    for (int i = 0; i < 200; ++i) x = x + i;
+  }
+}
+
+Function Burner(int64_t us) {
+  return Function::Map("burn", [us](Element e, FunctionContext&) -> Result<Element> {
+    Burn(us);
+    return e;
+  });
+}
+
+// int64 scalar -> {the scalar, a float32 tensor of `bytes` bytes}.
+Function Big(int64_t bytes) {
+  return Function::Map("big", [bytes](Element e, FunctionContext&) -> Result<Element> {
+    return Element{e[0], Tensor::Zeros(DType::kFloat32, Shape{bytes / 4})};
+  });
+}
+
+int64_t Value(const std::vector<TunedParameter>& ps, const std::string& op,
+              const std::string& name) {
+  for (const TunedParameter& p : ps) {
+    if (p.op == op && p.name == name) return p.value;
+  }
+  return -1;
+}
+
+int64_t SumParallelism(const std::vector<TunedParameter>& ps) {
+  int64_t s = 0;
+  for (const TunedParameter& p : ps) s += p.name == "parallelism" ? p.value : 0;
+  return s;
+}
+
+// ---- Registry ----
+
+TEST(Tunable, RegisterSetRememberUnregister) {
+  TunableRegistry r;
+  int64_t applied = -1;
+  int64_t start = 1;
+  auto reg = r.Register({"Root/Map[0]", "parallelism", KnobKind::kParallelism, 1, 8,
+                         [&](int64_t v) { applied = v; }, {}},
+                        &start);
+  EXPECT_EQ(start, 1);
+  ASSERT_EQ(r.List().size(), 1u);
+  const uint64_t id = r.List()[0].id;
+  EXPECT_TRUE(r.Set(id, 5));
+  EXPECT_EQ(applied, 5);
+  EXPECT_TRUE(r.Set(id, 100));  // clamped to max
+  EXPECT_EQ(applied, 8);
+  EXPECT_EQ(r.List()[0].value, 8);
+  reg.Reset();
+  EXPECT_EQ(r.size(), 0u);
+  EXPECT_FALSE(r.Set(id, 3));
+  EXPECT_EQ(applied, 8);  // never called after Reset
+  // A re-created iterator with the same prefix starts at the remembered value.
+  int64_t again = 1;
+  auto reg2 = r.Register({"Root/Map[0]", "parallelism", KnobKind::kParallelism, 1, 6,
+                          [](int64_t) {}, {}},
+                         &again);
+  EXPECT_EQ(again, 6);  // remembered 8, clamped to the new max
+}
+
+// ---- Model and optimizer on synthetic stats ----
+
+// Root Prefetch <- ParallelMap (work `map_us` per element, `bytes` per element) <- Range.
+PipelineStats Synthetic(int64_t cpu_budget, double map_us, int64_t bytes, int64_t produced) {
+  PipelineStats p;
+  p.cpu_budget = cpu_budget;
+  auto node = [&](std::string name, std::string prefix, int parent, bool async, double us) {
+    IteratorStats s;
+    s.name = name;
+    s.prefix = prefix;
+    s.parent = parent;
+    s.async = async;
+    s.elements_produced = produced;
+    s.cpu_ns = static_cast<int64_t>(us * 1000 * produced);
+    s.wall_ns = s.cpu_ns;
+    s.bytes_produced = bytes * produced;
+    s.parallelism = async ? 1 : 0;
+    s.buffer_limit = async ? 2 : 0;
+    p.nodes.push_back(s);
+  };
+  node("Prefetch", "Root/Prefetch[0]", -1, true, 0.5);
+  node("ParallelMap", "Root/Prefetch[0]/ParallelMap[0]", 0, true, map_us);
+  node("Range", "Root/Prefetch[0]/ParallelMap[0]/Range[0]", 1, false, 0.2);
+  return p;
+}
+
+std::vector<KnobState> SyntheticKnobs(int64_t cpu_budget) {
+  std::vector<KnobState> k(2);
+  k[0] = {1, "Root/Prefetch[0]", "buffer_size", KnobKind::kBuffer, 2, 1, 256, {}};
+  k[1] = {2, "Root/Prefetch[0]/ParallelMap[0]", "parallelism", KnobKind::kParallelism, 1, 1,
+          cpu_budget, {}};
+  for (int64_t v = 1; v <= cpu_budget; ++v) k[1].slots.push_back(2 * v);
+  return k;
+}
+
+TEST(Model, BlockingProbability) {
+  EXPECT_NEAR(BlockingProbability(1.0, 3), 0.25, 1e-9);
+  EXPECT_LT(BlockingProbability(0.5, 8), BlockingProbability(0.5, 2));
+  EXPECT_NEAR(BlockingProbability(4.0, 50), 0.75, 1e-6);  // tends to 1 - 1/rho
+}
+
+TEST(Model, ParallelismLowersThePeriodUntilSaturation) {
+  const PipelineStats s = Synthetic(8, 1000, 1024, 100);
+  const auto knobs = SyntheticKnobs(8);
+  const Model m = Model::Build(s, knobs, /*consumer_ns=*/0);
+  ASSERT_TRUE(m.ready());
+  EXPECT_GT(m.Period({2, 1}), m.Period({2, 4}));
+  EXPECT_GT(m.Period({2, 4}), m.Period({2, 8}));
+  // Beyond the CPU budget nothing is gained: the saturation bound holds the period.
+  EXPECT_GE(m.Period({2, 8}), m.SaturationPeriod());
+  EXPECT_DOUBLE_EQ(m.BufferedBytes({3, 2}), 1024.0 * (3 + 4));
+}
+
+TEST(Optimizer, GrowsTheBottleneckWithinTheCpuBudget) {
+  for (int64_t budget : {1, 4, 8}) {
+    const PipelineStats s = Synthetic(budget, 1000, 1024, 100);
+    const auto knobs = SyntheticKnobs(budget);
+    const Model m = Model::Build(s, knobs, 0);
+    const auto v = HillClimb(m, knobs, {2, 1}, {budget, 0, 0.01});
+    EXPECT_EQ(v[1], budget) << "budget " << budget;
+    EXPECT_LE(TotalParallelism(knobs, v), budget);
+  }
+}
+
+TEST(Optimizer, SlowConsumerNeedsNoParallelism) {
+  // The consumer spends 10 ms per element: a 1 ms map needs no help.
+  const PipelineStats s = Synthetic(8, 1000, 1024, 100);
+  const auto knobs = SyntheticKnobs(8);
+  const Model m = Model::Build(s, knobs, 10e6);
+  const auto v = HillClimb(m, knobs, {2, 1}, {8, 0, 0.01});
+  EXPECT_LE(v[1], 1);
+}
+
+TEST(Optimizer, StaysWithinTheRamBudget) {
+  const int64_t mib = 1 << 20;
+  const PipelineStats s = Synthetic(16, 1000, 4 * mib, 100);
+  const auto knobs = SyntheticKnobs(16);
+  const Model m = Model::Build(s, knobs, 0);
+  const auto v = HillClimb(m, knobs, {2, 1}, {16, 32 * mib, 0.01});
+  EXPECT_LE(m.BufferedBytes(v), 32.0 * mib);
+  EXPECT_GE(v[1], 2);  // still grew what fits
+}
+
+// ---- Live pipelines ----
+
+TEST(Autotune, RaisesParallelismOfACpuHeavyMapFromOne) {
+  RuntimeOptions o;
+  o.cpu_budget = 4;
+  auto it = Dataset::Range(1 << 30).Map(Burner(500), kAutotune).MakeIterator(o);
+  ASSERT_TRUE(it.ok()) << it.status();
+  ASSERT_EQ((*it)->TunedParameters().size(), 1u);
+  EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 1);
+  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+  int64_t p = 1;
+  while (p < 2 && steady_clock::now() < deadline) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value());
+    p = Value((*it)->TunedParameters(), "ParallelMap", "parallelism");
+    EXPECT_LE(SumParallelism((*it)->TunedParameters()), 4);
+  }
+  EXPECT_GE(p, 2) << "the tuner did not raise the parallelism";
+  // The live op honours the knob (its stats gauge follows).
+  const PipelineStats s = (*it)->Snapshot();
+  EXPECT_EQ(s.nodes[0].parallelism, Value((*it)->TunedParameters(), "ParallelMap", "parallelism"));
+}
+
+TEST(Autotune, OffKeepsTheCpuBudget) {
+  RuntimeOptions o;
+  o.cpu_budget = 3;
+  o.autotune = false;
+  auto it = Dataset::Range(10).Map(Burner(1), kAutotune).Prefetch(kAutotune).MakeIterator(o);
+  ASSERT_TRUE(it.ok());
+  EXPECT_TRUE((*it)->TunedParameters().empty());
+  ASSERT_TRUE((*it)->GetNext().ok());
+  const PipelineStats s = (*it)->Snapshot();
+  EXPECT_EQ(s.nodes[1].parallelism, 3);  // Root/Prefetch <- ParallelMap
+  EXPECT_EQ(s.nodes[0].buffer_limit, 2);  // prefetch AUTOTUNE's default
+}
+
+TEST(Autotune, InitialParallelismIsHonoured) {
+  RuntimeOptions o;
+  o.cpu_budget = 4;
+  o.initial_parallelism = 3;
+  auto it = Dataset::Range(10).Map(Burner(1), kAutotune).MakeIterator(o);
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 3);
+}
+
+TEST(Autotune, TunedParametersListTheKnobs) {
+  RuntimeOptions o;
+  o.cpu_budget = 2;
+  Function open = Function::DatasetFunction(
+      "range", [](Element e, FunctionContext&) -> Result<Dataset> {
+        return Dataset::Range(e[0].scalar<int64_t>());
+      });
+  Dataset ds = Dataset::Range(1, 50)
+                   .Interleave(open, 2, 1, kAutotune)
+                   .Map(Burner(1), kAutotune)
+                   .Map(Burner(1), 2)  // explicit: not a knob
+                   .MapAndBatch(Burner(1), 4, kAutotune)
+                   .Prefetch(kAutotune);
+  auto it = ds.MakeIterator(o);
+  ASSERT_TRUE(it.ok()) << it.status();
+  const auto ps = (*it)->TunedParameters();
+  ASSERT_EQ(ps.size(), 4u);
+  EXPECT_EQ(ps[0].name, "buffer_size");
+  EXPECT_EQ(ps[0].op, "Prefetch");  // pre-order: the root's knob first
+  EXPECT_EQ(ps[0].prefix, "Root");
+  EXPECT_EQ(Value(ps, "MapAndBatch", "parallelism"), 1);
+  EXPECT_EQ(Value(ps, "ParallelInterleave", "parallelism"), 1);
+  for (const TunedParameter& p : ps) {
+    EXPECT_GE(p.value, p.min);
+    EXPECT_LE(p.value, p.max);
+    if (p.name == "parallelism") EXPECT_EQ(p.max, 2);
+  }
+  // Every element still arrives (the interleave runs with one active worker).
+  int64_t rows = 0;
+  while (true) {
+    auto b = (*it)->GetNext();
+    ASSERT_TRUE(b.ok()) << b.status();
+    if (!*b) break;
+    rows += (**b)[0].shape().dim(0);
+  }
+  EXPECT_EQ(rows, 49 * 50 / 2);
+}
+
+TEST(Autotune, RamBudgetHoldsWithBigElements) {
+  const int64_t mib = 1 << 20;
+  RuntimeOptions o;
+  o.cpu_budget = 4;
+  o.ram_budget = 128 * mib;
+  Dataset ds = Dataset::Range(1 << 30)
+                   .Map(Big(4 * mib), kAutotune)
+                   .Prefetch(kAutotune)
+                   .Map(Burner(200), kAutotune)
+                   .Prefetch(kAutotune);
+  auto it = ds.MakeIterator(o);
+  ASSERT_TRUE(it.ok());
+  for (int i = 0; i < 300; ++i) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value());
+    const PipelineStats s = (*it)->Snapshot();
+    ASSERT_LE(s.buffered_bytes, 128 * mib);
+  }
+  const PipelineStats s = (*it)->Snapshot();
+  EXPECT_GT(s.peak_buffered_bytes, 8 * mib);  // the buffers did hold big elements
+  EXPECT_LE(s.peak_buffered_bytes, 128 * mib);
+  EXPECT_EQ(s.budget_overshoot_bytes, 0);
+  EXPECT_EQ(s.ram_budget, 128 * mib);
+}
+
+TEST(Autotune, OneCoreKeepsTotalParallelismAtOne) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE && first < 0; ++c) {
+    if (CPU_ISSET(c, &saved)) first = c;
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  struct Restore {
+    cpu_set_t* s;
+    ~Restore() { sched_setaffinity(0, sizeof(*s), s); }
+  } restore{&saved};
+  // The runtime re-reads the cores at most once a second.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  {
+    auto it = Dataset::Range(400).Map(Burner(300), kAutotune).Prefetch(kAutotune).MakeIterator(
+        RuntimeOptions{});
+    ASSERT_TRUE(it.ok());
+    EXPECT_EQ((*it)->Snapshot().cpu_budget, 1);
+    int64_t n = 0;
+    while (true) {
+      auto e = (*it)->GetNext();
+      ASSERT_TRUE(e.ok());
+      if (!*e) break;
+      ++n;
+      const auto ps = (*it)->TunedParameters();
+      ASSERT_EQ(ps.size(), 2u);
+      ASSERT_LE(SumParallelism(ps), 1);
+    }
+    EXPECT_EQ(n, 400);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // for later tests' budgets
+}
+
+TEST(Autotune, RestoreContinuesWithTheKnobs) {
+  RuntimeOptions o;
+  o.cpu_budget = 4;
+  Dataset ds = Dataset::Range(200).Map(Burner(100), kAutotune).Batch(3).Prefetch(kAutotune);
+  auto a = ds.MakeIterator(o);
+  ASSERT_TRUE(a.ok());
+  for (int i = 0; i < 20; ++i) {
+    auto e = (*a)->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value());
+  }
+  auto ckpt = (*a)->Save();
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  auto b = ds.MakeIterator(o);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE((*b)->Restore(*ckpt).ok());
+  // Restore swapped the tree: its knobs are the new tree's, and tuning goes on.
+  EXPECT_EQ((*b)->TunedParameters().size(), 2u);
+  int64_t expect = 60, batches = 0;
+  while (true) {
+    auto e = (*b)->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+    const Tensor& t = (**e)[0];
+    for (int64_t i = 0; i < t.shape().dim(0); ++i) EXPECT_EQ(t.data<int64_t>()[i], expect++);
+    ++batches;
+    EXPECT_LE(SumParallelism((*b)->TunedParameters()), 4);
+  }
+  EXPECT_EQ(expect, 200);
+  EXPECT_EQ((*b)->TunedParameters().size(), 2u);
+}
+
+TEST(Autotune, ParallelInterleaveHonoursItsKnobUnderRepeat) {
+  // Repeat re-creates the interleave each epoch: its knob re-registers every time.
+  RuntimeOptions o;
+  o.cpu_budget = 2;
+  Function open = Function::DatasetFunction(
+      "range", [](Element e, FunctionContext&) -> Result<Dataset> {
+        return Dataset::Range(e[0].scalar<int64_t>()).Map(Burner(20));
+      });
+  Dataset ds = Dataset::Range(1, 20).Interleave(open, 4, 1, kAutotune).Repeat(5);
+  auto it = ds.MakeIterator(o);
+  ASSERT_TRUE(it.ok());
+  int64_t sum = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+    sum += (**e)[0].scalar<int64_t>();
+    const auto ps = (*it)->TunedParameters();
+    ASSERT_LE(ps.size(), 1u);
+    ASSERT_LE(SumParallelism(ps), 2);
+  }
+  int64_t want = 0;
+  for (int64_t n = 1; n < 20; ++n) want += n * (n - 1) / 2;
+  EXPECT_EQ(sum, 5 * want);
+}
+
+}  // namespace
+}  // namespace sluice
