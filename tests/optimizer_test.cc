@@ -660,6 +660,17 @@ TEST_F(OptimizerTest, MapParallelization) {
   off.optimization.Set("map_parallelization", false).Set("map_and_batch_fusion", false)
       .Set("inject_prefetch", false);
   EXPECT_EQ(Optimize(Dataset::Range(3).Map(AddOne()), off).root->op(), "Map");
+  // Cheap functions (views, metadata) stay sequential; a cheap map composed with an
+  // expensive one is not cheap.
+  Dataset views = Dataset::Range(5)
+                      .Map(Kernel("expand_dims", {{"axis", int64_t{0}}}))
+                      .Map(Kernel("reshape", {{"shape", std::vector<int64_t>{1}}}));
+  Optimized v = Optimize(views, o);
+  EXPECT_EQ(Ops(v.root), (std::vector<std::string>{"Range", "Map", "Map"}));
+  EXPECT_EQ(v.changes("map_parallelization"), 0);
+  EXPECT_FALSE(Function::Compose(Kernel("expand_dims", {{"axis", int64_t{0}}}), 0, AddOne(), 0)
+                   .traits()
+                   .cheap);
 }
 
 // ---- map_and_batch_fusion -------------------------------------------------------------

@@ -120,6 +120,10 @@ struct FunctionTraits {
   // concurrently with itself (Python callables, which hold the GIL). The optimizer never
   // parallelizes, fuses or reorders a stateful function.
   bool stateful = false;
+  // Constant time per element, whatever its size: a view or a metadata change (identity,
+  // select, expand_dims, reshape). Handing it to another thread would cost more than
+  // running it, so map_parallelization leaves such maps sequential.
+  bool cheap = false;
 };
 
 class Function {

@@ -120,8 +120,11 @@ bool Autotuner::Round() {
 
   const double now_period = model.Period(current);
   const double plan_period = model.Period(plan);
-  const bool over_cpu = TotalParallelism(knobs, current) > limits.cpu_budget &&
-                        TotalParallelism(knobs, plan) < TotalParallelism(knobs, current);
+  bool over_cpu = false;  // a knob above the budget (the budget shrank: affinity, cgroup)
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    over_cpu |= knobs[k].kind == KnobKind::kParallelism && current[k] > limits.cpu_budget &&
+                plan[k] < current[k];
+  }
   const bool over_ram = limits.ram_budget > 0 &&
                         model.BufferedBytes(current) > static_cast<double>(limits.ram_budget);
   const bool better = plan_period < now_period * (1 - kMinImprovement);
@@ -142,8 +145,8 @@ bool Autotuner::Round() {
                       << knobs[k].name << " "
                       << current[k] << " -> " << plan[k] << " (model " << Us(now_period)
                       << " -> " << Us(plan_period) << " per element; measured " << measured
-                      << " elements/s; parallelism " << TotalParallelism(knobs, plan) << "/"
-                      << limits.cpu_budget << ", buffers "
+                      << " elements/s; parallelism " << TotalParallelism(knobs, plan) << ", busy threads "
+                      << model.BusyThreads(plan) << "/" << limits.cpu_budget << ", buffers "
                       << model.BufferedBytes(plan) / (1 << 20) << " MiB)";
   }
   return changed;

@@ -17,9 +17,12 @@
 // the set of knobs); after kStableRounds rounds without change the interval doubles, up
 // to kSlowInterval (1 s).
 //
-// Budgets. The sum of the parallelism knobs never exceeds the CPU budget (the pool size),
-// unless their minimums alone do (one per knob); the modelled buffered bytes stay within
-// the RAM budget (the MemoryBudget also enforces it at run time). Buffers are not CPU.
+// Budgets. No parallelism knob exceeds the CPU budget, and the modelled busy threads
+// (Model::BusyThreads) stay within it: the model's saturation bound stops growth once the
+// pool is full, and the pool (cpu_budget threads) enforces it at run time. Knobs of ops
+// that are not busy all the time may sum to more than the budget (on 2 cores, a pipeline
+// of three parallel ops does best with each allowed 2 calls). The modelled buffered bytes
+// stay within the RAM budget (the MemoryBudget also enforces it at run time).
 //
 // Observability. Every change is logged at INFO (core/logging.h; SLUICE_LOG_LEVEL=info
 // shows them), each round at DEBUG; Parameters() returns the current values.

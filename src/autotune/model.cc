@@ -136,6 +136,16 @@ double Model::Period(const std::vector<int64_t>& v) const {
   return out;
 }
 
+double Model::BusyThreads(const std::vector<int64_t>& v) const {
+  const double period = Period(v);
+  if (!(period > 0)) return 0;
+  double busy = 0;
+  for (const Node& x : nodes_) {
+    if (x.async) busy += std::min(Parallelism(x, v), x.work / period);
+  }
+  return busy;
+}
+
 double Model::BufferedBytes(const std::vector<int64_t>& v) const {
   double total = 0;
   for (const Node& x : nodes_) {

@@ -52,6 +52,10 @@ class Model {
   bool knob_ready(size_t k) const { return knob_node_[k] >= 0 && nodes_[knob_node_[k]].ready; }
   // Modelled ns per root element at knob values v.
   double Period(const std::vector<int64_t>& v) const;
+  // The pool threads the model expects busy at once at knob values v: the sum over
+  // asynchronous ops of min(parallelism, own work / period). The saturation bound keeps it
+  // at or below the CPU budget.
+  double BusyThreads(const std::vector<int64_t>& v) const;
   // Modelled bytes held in buffers at knob values v.
   double BufferedBytes(const std::vector<int64_t>& v) const;
   // The saturation bound C / cpu_budget (ns per root element).

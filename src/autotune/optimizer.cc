@@ -20,8 +20,16 @@ std::vector<int64_t> HillClimb(const Model& model, const std::vector<KnobState>&
     if (model.knob_ready(k)) v[k] = knobs[k].min;
   }
   const double ram = static_cast<double>(limits.ram_budget);
+  // CPU: every parallelism knob is at most the budget (its max), and the model's
+  // saturation bound makes growth stop once the modelled busy threads reach the budget;
+  // the pool (cpu_budget threads) enforces it at run time whatever the knobs say.
   auto fits = [&](const std::vector<int64_t>& c) {
-    if (TotalParallelism(knobs, c) > limits.cpu_budget) return false;
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      if (knobs[k].kind == KnobKind::kParallelism && c[k] > limits.cpu_budget &&
+          c[k] > knobs[k].min) {
+        return false;
+      }
+    }
     return limits.ram_budget <= 0 || model.BufferedBytes(c) <= ram;
   };
   double period = model.Period(v);

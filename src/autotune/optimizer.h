@@ -4,8 +4,9 @@
 // (knobs whose node has produced nothing yet keep their current value), then repeatedly
 // take the single +1 step that lowers the modelled output period the most, among the
 // steps that keep
-//   * the sum of kParallelism knob values <= cpu_budget (a knob's minimum counts even if
-//     that alone exceeds the budget: then nothing grows), and
+//   * every kParallelism knob <= cpu_budget (the model's saturation bound, total work /
+//     cpu_budget, stops growth once the modelled busy threads fill the budget: more
+//     parallelism then gains nothing), and
 //   * the modelled buffered bytes <= ram_budget (when limited),
 // until no step gains at least kMinGain of the period. Starting from the minimums each
 // time makes the result a function of the measured work, not of the path taken, so

@@ -71,7 +71,8 @@ namespace {
 FunctionTraits FusedTraits(const FunctionTraits& a, const FunctionTraits& b) {
   return {.is_random = a.is_random || b.is_random,
           .skippable = a.skippable && b.skippable,
-          .stateful = a.stateful || b.stateful};
+          .stateful = a.stateful || b.stateful,
+          .cheap = a.cheap && b.cheap};
 }
 }  // namespace
 

@@ -66,7 +66,7 @@ void RegisterBasicKernels(Registry* r) {
   r->RegisterKernel("identity", [](const AttrMap& attrs) -> Result<Function> {
      return Function::MakeKernel(
          "identity", attrs, [](Element e, FunctionContext&) -> Result<Element> { return e; },
-         {.is_random = false, .skippable = true},
+         {.is_random = false, .skippable = true, .cheap = true},
          [](const ElementSpec& in) -> Result<ElementSpec> { return in; });
    }).IgnoreError();
 
@@ -94,7 +94,7 @@ void RegisterBasicKernels(Registry* r) {
            }
            return Element(std::move(out), e.names() ? MakeNames(std::move(names)) : nullptr);
          },
-         {.is_random = false, .skippable = true},
+         {.is_random = false, .skippable = true, .cheap = true},
          [idx, check](const ElementSpec& in) -> Result<ElementSpec> {
            if (in.unknown) return in;
            SLUICE_RETURN_IF_ERROR(check(in.size()));

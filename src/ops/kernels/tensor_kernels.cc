@@ -76,7 +76,7 @@ void RegisterTensorKernels(Registry* r) {
            SLUICE_ASSIGN_OR_RETURN(e[comp], e[comp].Reshape(Shape(dims)));
            return e;
          },
-         {.is_random = false, .skippable = true},
+         {.is_random = false, .skippable = true, .cheap = true},
          [axis, comp](const ElementSpec& in) -> Result<ElementSpec> {
            if (in.unknown) return in;
            if (comp < 0 || static_cast<size_t>(comp) >= in.size()) {
@@ -129,7 +129,7 @@ void RegisterTensorKernels(Registry* r) {
            SLUICE_ASSIGN_OR_RETURN(e[comp], e[comp].Reshape(std::move(s)));
            return e;
          },
-         {.is_random = false, .skippable = true},
+         {.is_random = false, .skippable = true, .cheap = true},
          [target, comp](const ElementSpec& in) -> Result<ElementSpec> {
            if (in.unknown) return in;
            if (comp < 0 || static_cast<size_t>(comp) >= in.size()) {
