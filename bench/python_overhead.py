@@ -73,7 +73,8 @@ def main():
     cli = os.path.join(args.build, "sluice")
     r = subprocess.run([cli, "bench", "fashion-mnist", "--json", "--seconds", str(args.seconds),
                         "--warmup", str(args.warmup), "--threads", str(threads),
-                        "--batch-size", str(args.batch_size), "--data", args.data],
+                        "--batch-size", str(args.batch_size), "--data", args.data,
+                        "--no-optimize"],  # as make_iterator_with below: the graph as built
                        capture_output=True, text=True, check=True)
     cpp = json.loads(r.stdout.strip().splitlines()[-1])
     cpp_items = cpp["items_per_second"]
