@@ -15,7 +15,7 @@ FUZZ_SECONDS ?= 30
 # (GeneratedSetTest.TfrecordShardsParseBack parses the generated shards' Examples and
 # dies the same way inside libprotobuf.) They are single-threaded and run under ASan and
 # in make test.
-TSAN_EXCLUDE ?= ExampleWireTest|ParseExampleTest|ParseSequenceExampleTest|example\.tfrecord_pipeline|GeneratedSetTest\.TfrecordShardsParseBack
+TSAN_EXCLUDE ?= ExampleWireTest|ParseExampleTest|ParseSequenceExampleTest|example\.tfrecord_pipeline|GeneratedSetTest\.TfrecordShardsParseBack|SerializeTest\.EveryRegisteredKernelRoundTrips|SpecTest\.ImagenetSpecRuns
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build demo test asan tsan fuzz bench bench-peers format clean

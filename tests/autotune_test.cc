@@ -172,6 +172,7 @@ TEST(Optimizer, StaysWithinTheRamBudget) {
 TEST(Autotune, RaisesParallelismOfACpuHeavyMapFromOne) {
   RuntimeOptions o;
   o.cpu_budget = 4;
+  o.initial_parallelism = 1;  // the default start is the budget
   auto it = Dataset::Range(1 << 30).Map(Burner(500), kAutotune).MakeIterator(o);
   ASSERT_TRUE(it.ok()) << it.status();
   ASSERT_EQ((*it)->TunedParameters().size(), 1u);
@@ -203,6 +204,14 @@ TEST(Autotune, OffKeepsTheCpuBudget) {
   EXPECT_EQ(s.nodes[0].buffer_limit, 2);  // prefetch AUTOTUNE's default
 }
 
+TEST(Autotune, ParallelismStartsAtTheBudgetByDefault) {
+  RuntimeOptions o;
+  o.cpu_budget = 3;
+  auto it = Dataset::Range(10).Map(Burner(1), kAutotune).MakeIterator(o);
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 3);
+}
+
 TEST(Autotune, InitialParallelismIsHonoured) {
   RuntimeOptions o;
   o.cpu_budget = 4;
@@ -215,6 +224,7 @@ TEST(Autotune, InitialParallelismIsHonoured) {
 TEST(Autotune, TunedParametersListTheKnobs) {
   RuntimeOptions o;
   o.cpu_budget = 2;
+  o.initial_parallelism = 1;
   Function open = Function::DatasetFunction(
       "range", [](Element e, FunctionContext&) -> Result<Dataset> {
         return Dataset::Range(e[0].scalar<int64_t>());

@@ -20,6 +20,8 @@
 //    waves dominates the difference.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -857,6 +859,33 @@ TEST(ImageDecodeTest, WrongComponentTypeIsAClearError) {
     Function c3 = Kernel(kernel, {{"component", int64_t{3}}});
     ExpectError(ApplyKernel(c3, Tensor::Scalar(jpg)), StatusCode::kInvalidArgument,
                 kernel + ": component 3 does not exist");
+  }
+}
+
+TEST(ImageDecodeTest, AFailedDecodeLeavesTheThreadsDecoderUsable) {
+  // Each thread keeps one TurboJPEG handle. After an error TurboJPEG 2.1 could leave it in
+  // a state where the next header read reported width 0, and the next decode overran its
+  // buffer (ASan/valgrind see it; in a plain build it corrupted the heap later).
+  REQUIRE_REFERENCE();
+  const std::string& a = Reference::Get().Find("rgb_64x48_q75_420").bytes;
+  const std::string& b = Reference::Get().Find("rgb_17x9_q75_420").bytes;
+  Tensor want_a, want_b;
+  std::thread([&] {  // a fresh thread: a fresh handle
+    want_a = *DecodeJpeg(a);
+    want_b = *DecodeJpeg(b);
+  }).join();
+  for (const std::string& bad : {Cut(a, a.size() / 2), Cut(a, 300), Cut(b, b.size() - 2),
+                                 a.substr(0, 200) + std::string(400, '\xff')}) {
+    std::thread([&] {
+      EXPECT_FALSE(DecodeJpeg(bad).ok());
+      auto got_b = DecodeJpeg(b);
+      ASSERT_TRUE(got_b.ok()) << got_b.status();
+      EXPECT_TRUE(got_b->ContentEquals(want_b));
+      EXPECT_FALSE(DecodeJpeg(bad).ok());
+      auto got_a = DecodeJpeg(a);
+      ASSERT_TRUE(got_a.ok()) << got_a.status();
+      EXPECT_TRUE(got_a->ContentEquals(want_a));
+    }).join();
   }
 }
 

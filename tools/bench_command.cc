@@ -169,6 +169,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       return;
     }
     BenchArgs a = *args;
+    if (a.sequential) a.optimize = false;  // the naive baseline runs as built
     if (a.data.empty() && !spec) a.data = it->second.default_data;
     if (a.threads == 0) a.threads = AvailableCores();
     Result<BenchResult> r = spec ? BenchSpec(*suite, a) : it->second.fn(a);

@@ -31,7 +31,11 @@ Dataset ImagenetPipeline(const std::string& data_dir, const ImagenetPipelineOpti
                                    : files.Interleave(*open_shard, 4, 1))
                         .Shuffle(1024, opts.seed);
   if (!opts.parallel) {
-    return records.Map(*parse).Map(*crop).Map(*flip).Map(*normalize).Batch(opts.batch_size);
+    // The baseline runs as built: the default rewrites would parallelize it.
+    Options as_built;
+    as_built.optimization.apply_default_optimizations = false;
+    return records.Map(*parse).Map(*crop).Map(*flip).Map(*normalize).Batch(opts.batch_size)
+        .WithOptions(as_built);
   }
   return records.Map(*parse, npc)
       .Map(*crop, npc)

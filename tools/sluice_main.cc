@@ -59,7 +59,12 @@ Dataset FashionMnist(const std::string& dir, int64_t batch_size, int64_t epochs,
   Dataset images = Dataset::Idx(dir + "/train-images-idx3-ubyte.gz");
   Dataset labels = Dataset::Idx(dir + "/train-labels-idx1-ubyte.gz");
   Dataset shuffled = Dataset::Zip({images, labels}).Shuffle(10000, /*seed=*/42);
-  if (!parallel) return shuffled.Map(NormalizeImage()).Batch(batch_size).Repeat(epochs);
+  if (!parallel) {
+    // The baseline runs as built: the default rewrites would parallelize it.
+    Options as_built;
+    as_built.optimization.apply_default_optimizations = false;
+    return shuffled.Map(NormalizeImage()).Batch(batch_size).Repeat(epochs).WithOptions(as_built);
+  }
   return shuffled.MapAndBatch(NormalizeImage(), batch_size, kAutotune)
       .Prefetch(2)
       .Repeat(epochs);

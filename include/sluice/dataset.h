@@ -210,8 +210,8 @@ struct RuntimeOptions {
   // Tune AUTOTUNE parallelism and buffer sizes online (src/autotune/). When false they
   // stay where they start.
   bool autotune = true;
-  // Where AUTOTUNE parallelism starts. 0: 1 when autotune is on (the tuner grows it), the
-  // CPU budget when it is off.
+  // Where AUTOTUNE parallelism starts. 0: the CPU budget (as tf.data); the tuner then
+  // moves it.
   int64_t initial_parallelism = 0;
   // The runtime view of user-facing Options (defaults resolved later by the Runtime).
   static RuntimeOptions FromOptions(const Options& options);

@@ -36,7 +36,8 @@ struct AutotuneOptions {
   // Bytes that operator buffers may hold in total, a hard limit. Unset or 0: half the
   // memory available to the process; -1: unlimited.
   std::optional<int64_t> ram_budget;
-  // Where tuned parallelism starts (default 1: the tuner grows it; the budget otherwise).
+  // Where tuned parallelism starts (default: the CPU budget, as tf.data; the tuner then
+  // moves it).
   std::optional<int64_t> initial_parallelism;
 };
 

@@ -297,7 +297,12 @@ Result<Tensor> DecodeWithLibjpeg(std::string_view data, const ImageWindow* windo
 }
 
 // ---------------------------------------------------------------------------------------
-// TurboJPEG: one decompress handle per thread, destroyed with the thread.
+// TurboJPEG: one decompress handle per thread, destroyed with the thread. A handle that
+// saw an error is replaced: TurboJPEG 2.1 can leave it in a state where the next
+// tjDecompressHeader3 succeeds without setting the dimensions (width 0), and
+// tjDecompress2 then writes the whole image into a buffer sized for none (found by
+// valgrind when a parallel decode map met a truncated JPEG and then a good one on the same
+// thread).
 
 class TjHandle {
  public:
@@ -308,14 +313,18 @@ class TjHandle {
   TjHandle(const TjHandle&) = delete;
   TjHandle& operator=(const TjHandle&) = delete;
   tjhandle get() const { return handle_; }
+  void Reset() {
+    if (handle_ != nullptr) tjDestroy(handle_);
+    handle_ = tjInitDecompress();
+  }
 
  private:
   tjhandle handle_;
 };
 
-tjhandle ThreadDecompressor() {
+TjHandle& ThreadDecompressor() {
   thread_local TjHandle handle;
-  return handle.get();
+  return handle;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -422,15 +431,21 @@ Result<ImageInfo> ReadJpegInfo(std::string_view data) {
 Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) {
   SLUICE_RETURN_IF_ERROR(CheckJpegInput(data));
   SLUICE_RETURN_IF_ERROR(CheckChannels("jpeg", opts.channels));
-  tjhandle tj = ThreadDecompressor();
+  TjHandle& handle = ThreadDecompressor();
+  tjhandle tj = handle.get();
   if (tj == nullptr) return DecodeWithLibjpeg(data, nullptr, 8, opts);
   const auto* buf = reinterpret_cast<const unsigned char*>(data.data());
   const auto size = static_cast<unsigned long>(data.size());
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
   // TurboJPEG 2.1 refuses subsamplings it has no name for and cannot convert CMYK: the
   // libjpeg path decodes those, and classifies header errors precisely.
-  if (tjDecompressHeader3(tj, buf, size, &width, &height, &subsamp, &colorspace) != 0 ||
-      colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+  if (tjDecompressHeader3(tj, buf, size, &width, &height, &subsamp, &colorspace) != 0) {
+    handle.Reset();
+    return DecodeWithLibjpeg(data, nullptr, 8, opts);
+  }
+  // Never pass 0 to tjDecompress2: it would mean "the image's own size", whatever we
+  // allocated.
+  if (width <= 0 || height <= 0 || colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
     return DecodeWithLibjpeg(data, nullptr, 8, opts);
   }
   if (int64_t{height} * width > kMaxImagePixels) return TooLarge("jpeg", height, width);
@@ -443,9 +458,12 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
                     opts.channels == 1 ? TJPF_GRAY : TJPF_RGB, flags) != 0) {
     // TurboJPEG stops at any warning without saying which: the libjpeg path tells the
     // harmless one (extraneous bytes) from corruption.
-    if (tjGetErrorCode(tj) == TJERR_WARNING) return DecodeWithLibjpeg(data, nullptr, 8, opts);
+    const bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
     // The header parsed, so what fails now (a warning or a fatal error) is the data.
-    return DataLossError(std::string("jpeg: corrupt data: ") + tjGetErrorStr2(tj));
+    const std::string message = std::string("jpeg: corrupt data: ") + tjGetErrorStr2(tj);
+    handle.Reset();
+    if (warning) return DecodeWithLibjpeg(data, nullptr, 8, opts);
+    return DataLossError(message);
   }
   return out;
 }

@@ -22,8 +22,8 @@
 // every decision, so a new value takes effect at once (a lower parallelism lets running
 // parts finish and starts no new ones above it; a lower capacity stops fetching until the
 // buffer drains below it). Their values are published in NodeStats (parallelism,
-// buffer_limit). An AUTOTUNE parallelism starts at Runtime::initial_parallelism() (1 when
-// tuning, the CPU budget when not) and, when the runtime tunes, is registered as the knob
+// buffer_limit). An AUTOTUNE parallelism starts at Runtime::initial_parallelism() (the CPU
+// budget unless set) and, when the runtime tunes, is registered as the knob
 // "parallelism" in [1, cpu_budget] (runtime/tunable.h). A capacity left at 0 follows the
 // parallelism (processor->Capacity(parallelism), re-derived when the parallelism changes);
 // an AUTOTUNE capacity starts there too and is registered as the knob "buffer_size" in
@@ -241,7 +241,7 @@ Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& att
 // The exact bytes of every element of `spec` when it is fully shaped and numeric, else -1.
 int64_t StaticElementBytes(const ElementSpec& spec);
 // Resolves a parallelism attribute for a runtime: kAutotune starts at
-// rt.initial_parallelism() (1 when the runtime tunes, else the CPU budget).
+// rt.initial_parallelism() (the CPU budget unless set).
 int64_t ResolveParallelism(int64_t value, const Runtime& rt);
 
 }  // namespace sluice

@@ -33,7 +33,8 @@ RuntimeOptions Resolve(RuntimeOptions o) {
   if (o.cpu_budget <= 0) o.cpu_budget = cores;
   if (o.ram_budget == 0) o.ram_budget = memory / 2;
   if (o.ram_budget < 0) o.ram_budget = 0;  // MemoryBudget: <= 0 is unlimited
-  if (o.initial_parallelism <= 0) o.initial_parallelism = o.autotune ? 1 : o.cpu_budget;
+  // Like tf.data, AUTOTUNE starts at the budget; the tuner then lowers what does not pay.
+  if (o.initial_parallelism <= 0) o.initial_parallelism = o.cpu_budget;
   o.initial_parallelism = std::clamp<int64_t>(o.initial_parallelism, 1, o.cpu_budget);
   return o;
 }

@@ -21,8 +21,8 @@ namespace sluice {
 class Runtime {
  public:
   // Resolves defaults (cpu_budget 0: AvailableCores(); ram_budget 0: half of
-  // AvailableMemory(), -1: unlimited; initial_parallelism 0: 1 when autotune is on, else
-  // the CPU budget; an explicit one is clamped to [1, cpu_budget]).
+  // AvailableMemory(), -1: unlimited; initial_parallelism 0: the CPU
+  // budget; an explicit one is clamped to [1, cpu_budget]).
   explicit Runtime(const RuntimeOptions& options);
   ~Runtime();
 
