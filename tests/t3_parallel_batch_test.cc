@@ -474,7 +474,9 @@ TEST(MapAndBatch, RowsOfOneBatchRunInParallel) {
   rt.cpu_budget = 4;
   // Sequential: 16 calls of 10 ms, one after the other.
   Clock::time_point t0 = Clock::now();
-  auto seq = Dataset::Range(16).Map(slow).Batch(8).Collect();
+  Options as_built;  // the default rewrites would fuse and parallelize the baseline
+  as_built.optimization.apply_default_optimizations = false;
+  auto seq = Dataset::Range(16).Map(slow).Batch(8).WithOptions(as_built).Collect();
   const double seq_ms = ms_since(t0);
   ASSERT_TRUE(seq.ok());
   ASSERT_EQ(seq->size(), 2u);

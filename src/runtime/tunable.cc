@@ -34,7 +34,13 @@ TunableRegistry::Registration TunableRegistry::Register(KnobSpec spec, int64_t* 
 }
 
 void TunableRegistry::Unregister(uint64_t id) {
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
+  // Waits for this knob's setter only: an operator may be destroyed while its consumer
+  // holds a lock that the consumer's own setter (running on the tuner) waits for.
+  setter_done_.wait(l, [&] {
+    auto it = knobs_.find(id);
+    return it == knobs_.end() || it->second.setting == 0;
+  });
   knobs_.erase(id);
   ++generation_;
 }
@@ -51,7 +57,7 @@ std::vector<KnobState> TunableRegistry::List() const {
 }
 
 bool TunableRegistry::Set(uint64_t id, int64_t value) {
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
   auto it = knobs_.find(id);
   if (it == knobs_.end()) return false;
   Entry& e = it->second;
@@ -59,7 +65,19 @@ bool TunableRegistry::Set(uint64_t id, int64_t value) {
   remembered_[{e.spec.prefix, e.spec.name}] = value;
   if (value != e.value) {
     e.value = value;
-    if (e.spec.set) e.spec.set(value);
+    if (e.spec.set) {
+      // The setter runs without the registry's mutex (it takes the operator's locks; an
+      // operator's destructor may run under its consumer's lock and then unregister), and
+      // Unregister waits for it, so it never runs after Reset returns.
+      std::function<void(int64_t)> set = e.spec.set;
+      ++e.setting;
+      l.unlock();
+      set(value);
+      l.lock();
+      auto again = knobs_.find(id);
+      if (again != knobs_.end()) --again->second.setting;
+      setter_done_.notify_all();
+    }
   }
   return true;
 }

@@ -18,15 +18,18 @@
 // chose for each (prefix, name) and Register hands it back as the starting value, so a
 // new epoch does not start from scratch.
 //
-// Lifetime. Set calls the knob's setter with the registry's mutex held, and Reset waits
-// for that mutex: once Reset returns the setter is never called again. So an operator
-// resets its registrations first thing in its destructor, and never calls into the
-// registry while holding a lock that its setter takes.
+// Lifetime. Set calls the knob's setter without the registry's mutex, and Reset waits for
+// a call in progress on that knob (only that knob): once Reset returns the setter is never
+// called again. (Holding the mutex across setters was a lock-order inversion under TSan:
+// tuner = registry -> operator lock, destructor under the consumer's lock -> registry.)
+// So an operator resets its registrations first thing in its destructor, and never calls
+// into the registry while holding a lock that its setter takes.
 //
 // Thread-safety: thread-safe.
 #ifndef SLUICE_RUNTIME_TUNABLE_H_
 #define SLUICE_RUNTIME_TUNABLE_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -127,7 +130,9 @@ class TunableRegistry {
   struct Entry {
     KnobSpec spec;
     int64_t value = 0;
+    int setting = 0;  // setter calls in progress (run without mu_)
   };
+  std::condition_variable setter_done_;
   void Unregister(uint64_t id);
 
   mutable std::mutex mu_;
