@@ -22,19 +22,12 @@ std::unique_ptr<OptimizerPass> MakeFilterFusionPass() {
         const Function& p = first->functions()[0];
         const Function& q = n->functions()[0];
         if (IsStateful(p) || IsStateful(q) || q.is_random()) return DatasetPtr();
-        AttrMap attrs{{"seed", int64_t{0}}};
-        if (parallel) {
-          const int64_t d = IntAttr(*n, "deterministic", -1);
-          if (IntAttr(*first, "deterministic", -1) != d) return DatasetPtr();
-          attrs["deterministic"] = d;
-          attrs["num_parallel_calls"] =
-              LargerParallelism(IntAttr(*first, "num_parallel_calls", kAutotune),
-                                IntAttr(*n, "num_parallel_calls", kAutotune));
-        }
+        std::optional<AttrMap> attrs = FusedAttrs(*first, *n, parallel);
+        if (!attrs) return DatasetPtr();
         Function fused =
             Function::Conjunction(p, static_cast<uint64_t>(IntAttr(*first, "seed", 0)), q,
                                   static_cast<uint64_t>(IntAttr(*n, "seed", 0)));
-        return RewriteContext::Make(n->op(), std::move(attrs), {first->input(0)},
+        return RewriteContext::Make(n->op(), std::move(*attrs), {first->input(0)},
                                     {std::move(fused)});
       });
 }

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -118,6 +119,11 @@ bool BoolAttr(const DatasetNode& node, std::string_view name, bool fallback);
 inline bool IsStateful(const Function& f) { return f.traits().stateful; }
 // The larger of two num_parallel_calls values; kAutotune counts as the largest.
 int64_t LargerParallelism(int64_t a, int64_t b);
+// Attributes of the op fusing `first` into `second` (two maps or two filters): seed 0 (the
+// fused function carries each stage's seed) and, when `parallel`, the shared
+// `deterministic` and the larger parallelism; nullopt when their `deterministic` differ.
+std::optional<AttrMap> FusedAttrs(const DatasetNode& first, const DatasetNode& second,
+                                  bool parallel);
 // The ops that run their input on their own threads (prefetch and the parallel ops).
 bool IsAsyncOp(std::string_view op);
 // Whether any node under (and including) `node` reads the iterator context's seed_mix,

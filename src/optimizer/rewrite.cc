@@ -90,6 +90,18 @@ Result<PassResult> RewriteGraph(const DatasetPtr& root, const RewriteRule& rule)
   return out;
 }
 
+std::optional<AttrMap> FusedAttrs(const DatasetNode& first, const DatasetNode& second,
+                                  bool parallel) {
+  AttrMap attrs{{"seed", int64_t{0}}};
+  if (!parallel) return attrs;
+  const int64_t d = IntAttr(second, "deterministic", -1);
+  if (IntAttr(first, "deterministic", -1) != d) return std::nullopt;
+  attrs["deterministic"] = d;
+  attrs["num_parallel_calls"] = LargerParallelism(IntAttr(first, "num_parallel_calls", kAutotune),
+                                                  IntAttr(second, "num_parallel_calls", kAutotune));
+  return attrs;
+}
+
 int64_t IntAttr(const DatasetNode& node, std::string_view name, int64_t fallback) {
   auto it = node.attrs().find(name);
   if (it == node.attrs().end()) return fallback;
