@@ -338,6 +338,35 @@ TEST(ImageDecodeTest, ScaledWindowIsTheCropOfTheScaledDecode) {
   }
 }
 
+TEST(ImageDecodeTest, RegionHoldsTheWindowWithoutTheColumnCopy) {
+  REQUIRE_REFERENCE();
+  int wider = 0;
+  for (const Case& c : Reference::Get().cases()) {
+    if (c.kind != "jpeg") continue;
+    auto info = ReadJpegInfo(c.bytes);
+    ASSERT_TRUE(info.ok());
+    for (int n : {2, 8}) {
+      for (const ImageWindow& w : Windows(info->height, info->width, 300 + n)) {
+        SCOPED_TRACE(c.name + " scale " + std::to_string(n) + "/8 window y=" +
+                     std::to_string(w.y) + " x=" + std::to_string(w.x) + " h=" +
+                     std::to_string(w.height) + " w=" + std::to_string(w.width));
+        auto win = DecodeJpegWindow(c.bytes, w, n);
+        auto region = DecodeJpegRegion(c.bytes, w, n);
+        ASSERT_TRUE(win.ok() && region.ok());
+        const ImageWindow& rw = region->window;
+        ASSERT_EQ(rw.y, 0);
+        ASSERT_EQ(rw.height, region->pixels.dim(0));
+        ASSERT_EQ(rw.height, win->dim(0));
+        ASSERT_EQ(rw.width, win->dim(1));
+        ASSERT_LE(rw.x + rw.width, region->pixels.dim(1));
+        wider += region->pixels.dim(1) > rw.width ? 1 : 0;
+        EXPECT_TRUE(Crop(region->pixels, 0, rw.x, rw.height, rw.width).ContentEquals(*win));
+      }
+    }
+  }
+  EXPECT_GT(wider, 0);  // the region path is exercised, not only whole rows
+}
+
 TEST(ImageDecodeTest, WindowArgumentsAreChecked) {
   REQUIRE_REFERENCE();
   const Case& c = Reference::Get().Find("rgb_64x48_q75_420");  // 48 x 64

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -414,6 +415,112 @@ TEST(MapAndBatch, MismatchedResultsGiveBatchsError) {
       EXPECT_NE(raw[0].find("MapAndBatch"), std::string::npos) << raw[0];
     }
   }
+}
+
+// A function declaring float32 [4] (or lying: `declared` differs from what it returns)
+// that builds its result with NewOutput and records whether it got an offered slot.
+Function SlotWriter(std::atomic<int>* in_slot, std::atomic<int>* offered, Shape produced,
+                    Shape declared) {
+  return Function::Map(
+      "slot_writer",
+      [in_slot, offered, produced](Element e, FunctionContext& ctx) -> Result<Element> {
+        if (!ctx.output_slots().empty()) ++*offered;
+        SLUICE_ASSIGN_OR_RETURN(Tensor t, ctx.NewOutput(0, DType::kFloat32, produced));
+        if (!ctx.output_slots().empty() && t.raw_data() == ctx.output_slots()[0].raw_data()) {
+          ++*in_slot;
+        }
+        const int64_t v = e[0].scalar<int64_t>();
+        for (int64_t i = 0; i < t.num_elements(); ++i) {
+          t.mutable_data<float>()[i] = static_cast<float>(v * 10 + i);
+        }
+        return Element{t, Tensor::Scalar<int64_t>(v)};
+      },
+      {}, [declared](const ElementSpec&) -> Result<ElementSpec> {
+        ElementSpec s;
+        s.components = {{DType::kFloat32, PartialShape(declared)},
+                        {DType::kInt64, PartialShape(Shape{})}};
+        return s;
+      });
+}
+
+TEST(MapAndBatch, KernelsWriteTheirResultsIntoTheBatch) {
+  std::atomic<int> in_slot{0}, offered{0};
+  Function f = SlotWriter(&in_slot, &offered, Shape{4}, Shape{4});
+  const std::vector<std::string> want = Drain(Dataset::Range(23).Map(f).Batch(5));
+  ASSERT_EQ(want.size(), 5u);
+  EXPECT_EQ(offered.load(), 0);  // a plain map offers no slots
+  RuntimeOptions rt;
+  rt.cpu_budget = 3;
+  for (int64_t p : {1, 3}) {
+    in_slot = 0;
+    offered = 0;
+    EXPECT_EQ(Drain(Dataset::Range(23).MapAndBatch(f, 5, p), rt), want) << "parallelism " << p;
+    // Every row was offered its slot of the batch and wrote there (no copy).
+    EXPECT_EQ(offered.load(), 23);
+    EXPECT_EQ(in_slot.load(), 23);
+  }
+}
+
+TEST(MapAndBatch, AResultThatBreaksItsDeclaredSpecIsStillBatchedAsMapThenBatch) {
+  // The function declares [4] but returns [3]: the pre-allocated batch does not fit, the
+  // slots are not handed out, and the rows are stacked as the sequential Batch does.
+  std::atomic<int> in_slot{0}, offered{0};
+  Function f = SlotWriter(&in_slot, &offered, Shape{3}, Shape{4});
+  Options as_built;
+  as_built.optimization.apply_default_optimizations = false;
+  const std::vector<std::string> want =
+      Drain(Dataset::Range(12).Map(f).Batch(4).WithOptions(as_built));
+  ASSERT_EQ(want.size(), 3u);
+  ASSERT_EQ(CountErrors(want), 0);
+  RuntimeOptions rt;
+  rt.cpu_budget = 2;
+  EXPECT_EQ(Drain(Dataset::Range(12).MapAndBatch(f, 4, 2), rt), want);
+  EXPECT_EQ(offered.load(), 12);
+  EXPECT_EQ(in_slot.load(), 0);
+}
+
+TEST(MapAndBatch, OnlyTheLastStageOfAFusedFunctionGetsTheSlots) {
+  std::atomic<int> first_offered{0};
+  Function first = Function::Map("first", [&](Element e, FunctionContext& ctx) -> Result<Element> {
+    if (!ctx.output_slots().empty()) ++first_offered;
+    return e;
+  });
+  std::atomic<int> in_slot{0}, offered{0};
+  Function fused = Function::Compose(first, 1, SlotWriter(&in_slot, &offered, Shape{4}, Shape{4}), 2);
+  RuntimeOptions rt;
+  rt.cpu_budget = 2;
+  const std::vector<std::string> got = Drain(Dataset::Range(8).MapAndBatch(fused, 4, 2), rt);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(first_offered.load(), 0);
+  EXPECT_EQ(offered.load(), 8);
+  EXPECT_EQ(in_slot.load(), 8);
+}
+
+TEST(FunctionContext, NewOutputHandsOutAMatchingSlotOnce) {
+  Tensor slot(DType::kFloat32, Shape{2, 3});
+  std::vector<Tensor> slots = {slot};
+  FunctionContext ctx(1, 0);
+  auto fresh = ctx.NewOutput(0, DType::kFloat32, Shape{2, 3});  // nothing offered yet
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_NE(fresh->raw_data(), slot.raw_data());
+  ctx.OfferOutputSlots(slots);
+  auto wrong_shape = ctx.NewOutput(0, DType::kFloat32, Shape{3, 2});
+  auto wrong_dtype = ctx.NewOutput(0, DType::kInt32, Shape{2, 3});
+  auto other = ctx.NewOutput(1, DType::kFloat32, Shape{2, 3});
+  ASSERT_TRUE(wrong_shape.ok() && wrong_dtype.ok() && other.ok());
+  EXPECT_NE(wrong_shape->raw_data(), slot.raw_data());
+  EXPECT_NE(wrong_dtype->raw_data(), slot.raw_data());
+  EXPECT_NE(other->raw_data(), slot.raw_data());
+  auto first = ctx.NewOutput(0, DType::kFloat32, Shape{2, 3});
+  auto second = ctx.NewOutput(0, DType::kFloat32, Shape{2, 3});
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->raw_data(), slot.raw_data());
+  EXPECT_NE(second->raw_data(), slot.raw_data());
+  // Absurd sizes fail cleanly instead of allocating.
+  EXPECT_EQ(ctx.NewOutput(2, DType::kFloat32, Shape{int64_t{1} << 40, int64_t{1} << 30})
+                .status()
+                .code(),
+            StatusCode::kResourceExhausted);
 }
 
 TEST(MapAndBatch, FunctionErrorFailsTheWholeBatchWithTheLowestRowsError) {

@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -92,10 +93,28 @@ class FunctionContext {
   const Dataset* window() const { return window_; }
   void set_window(const Dataset* w) { window_ = w; }
 
+  // Output slots: where the caller stores each output component anyway (MapAndBatch offers
+  // the element's rows of the batch it assembles). A kernel that creates output component
+  // `i` as a new tensor calls NewOutput(i, dtype, shape) and writes its result there: it
+  // gets the slot offered for i when dtype and shape match exactly and the slot was not
+  // handed out before in this call, else a newly allocated tensor (ResourceExhausted for
+  // absurd sizes, as Tensor::Allocate). Writing into the slot saves copying the result
+  // into the batch. Whoever applies several functions in a row (fusion) offers the slots
+  // to the last one only: an earlier stage's output is read by a later one, so it must
+  // not live where the final result goes. `slots` must outlive the call.
+  void OfferOutputSlots(std::span<const Tensor> slots) {
+    slots_ = slots;
+    taken_ = 0;
+  }
+  std::span<const Tensor> output_slots() const { return slots_; }
+  Result<Tensor> NewOutput(size_t component, DType dtype, const Shape& shape);
+
  private:
   Rng rng_;
   int64_t position_;
   const Dataset* window_ = nullptr;
+  std::span<const Tensor> slots_;
+  uint64_t taken_ = 0;  // bit i: slot i handed out (slots past 64 are never offered)
 };
 
 // A function applied by map, filter, flat_map, interleave, scan, reduce, group_by_window...

@@ -65,6 +65,17 @@ struct ImageWindow {
 Result<Tensor> DecodeJpegWindow(std::string_view data, const ImageWindow& window,
                                 int scale_num, const JpegDecodeOptions& opts = {});
 
+// DecodeJpegWindow without its final column copy, for callers that read a window of
+// the result anyway (decode_and_random_crop resizes it): `pixels` holds the decoded rows
+// with whatever columns libjpeg produced around the window (a few, to iMCU edges; their
+// contents are unspecified) and `window` says where the requested pixels are in it.
+struct JpegRegion {
+  Tensor pixels;        // uint8 [rows, columns, channels]
+  ImageWindow window;   // y = 0, height = rows
+};
+Result<JpegRegion> DecodeJpegRegion(std::string_view data, const ImageWindow& window,
+                                    int scale_num, const JpegDecodeOptions& opts = {});
+
 // Encodes uint8 HWC pixels (channels 1 or 3). `subsampling`: "444", "422" or "420".
 Result<std::string> EncodeJpeg(const Tensor& pixels, int quality,
                                std::string_view subsampling = "420");

@@ -196,16 +196,19 @@ struct JpegRowPlan {
   JDIMENSION crop_x, crop_width;   // the columns requested from jpeg_crop_scanline
   int channels;                    // of `out`
   bool cmyk, cmyk_inverted;
-  uint8_t* out;  // [height, width, channels]
+  // Row r of the result goes to out + r * out_stride. Without CMYK, rows are decoded there
+  // directly with every column libjpeg produces (up to out_columns of them), and the
+  // window starts at column *left; with CMYK, only the window's columns are stored
+  // (converted) and *left is 0.
+  uint8_t* out;
+  size_t out_stride;
+  JDIMENSION out_columns;
+  JDIMENSION* left;
 };
 
-void CopyColumns(const JpegRowPlan& p, const uint8_t* src, uint8_t* dst) {
-  if (p.cmyk) {
-    ConvertCmykRow(src, p.width, p.cmyk_inverted, p.channels, dst);
-  } else {
-    std::memcpy(dst, src, static_cast<size_t>(p.width) * p.channels);
-  }
-}
+// jpeg_crop_scanline moves the left edge down to an iMCU column boundary, at most
+// (max_h_samp_factor <= 4) x (DCT scaled size <= 8) - 1 columns: room for the columns it adds.
+constexpr JDIMENSION kMaxCropGrowth = 31;
 
 bool JpegDecodeRows(JpegDecoder* d, const JpegRowPlan* p) {
   if (setjmp(d->err.jump)) return false;
@@ -215,27 +218,33 @@ bool JpegDecodeRows(JpegDecoder* d, const JpegRowPlan* p) {
   if (width < c.output_width) jpeg_crop_scanline(&c, &xoff, &width);
   const JDIMENSION left = p->x - xoff;  // crop_scanline moves xoff down to an iMCU edge
   if (p->y > 0 && jpeg_skip_scanlines(&c, p->y) != p->y) ERREXIT(&c, JERR_BAD_STATE);
-  const size_t out_stride = static_cast<size_t>(p->width) * p->channels;
   const int in_components = c.output_components;
-  const bool direct = !p->cmyk && left == 0 && width == p->width;
   JSAMPARRAY scratch = nullptr;
-  if (!direct) {
+  if (p->cmyk) {
     scratch = (*c.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&c), JPOOL_IMAGE,
                                      width * static_cast<JDIMENSION>(in_components), 1);
+    *p->left = 0;
+  } else {
+    // Never write past the buffer, whatever the library decided.
+    if (width > p->out_columns || in_components != p->channels) ERREXIT(&c, JERR_BAD_STATE);
+    *p->left = left;
   }
   for (JDIMENSION r = 0; r < p->height; ++r) {
-    uint8_t* dst = p->out + r * out_stride;
-    JSAMPROW row = direct ? dst : scratch[0];
+    uint8_t* dst = p->out + r * p->out_stride;
+    JSAMPROW row = p->cmyk ? scratch[0] : dst;
     if (jpeg_read_scanlines(&c, &row, 1) != 1) ERREXIT(&c, JERR_BAD_STATE);
-    if (!direct) CopyColumns(*p, row + static_cast<size_t>(left) * in_components, dst);
+    if (p->cmyk) {
+      ConvertCmykRow(row + static_cast<size_t>(left) * in_components, p->width,
+                     p->cmyk_inverted, p->channels, dst);
+    }
   }
   jpeg_abort_decompress(&c);
   return true;
 }
 
 // Decodes `window` (full-size pixels; null: the whole image) at scale_num/8.
-Result<Tensor> DecodeWithLibjpeg(std::string_view data, const ImageWindow* window,
-                                 int scale_num, const JpegDecodeOptions& opts) {
+Result<JpegRegion> DecodeWithLibjpeg(std::string_view data, const ImageWindow* window,
+                                     int scale_num, const JpegDecodeOptions& opts) {
   SLUICE_RETURN_IF_ERROR(CheckJpegInput(data));
   SLUICE_RETURN_IF_ERROR(CheckChannels("jpeg", opts.channels));
   if (scale_num < 1 || scale_num > 8) {
@@ -287,12 +296,35 @@ Result<Tensor> DecodeWithLibjpeg(std::string_view data, const ImageWindow* windo
   plan.channels = opts.channels;
   plan.cmyk = cmyk;
   plan.cmyk_inverted = c.saw_Adobe_marker;
+  plan.out_columns =
+      cmyk ? plan.width
+           : std::min<JDIMENSION>(plan.crop_width + kMaxCropGrowth, c.output_width);
 
+  JpegRegion region;
   SLUICE_ASSIGN_OR_RETURN(
-      Tensor out,
-      Tensor::Allocate(DType::kUInt8, Shape{plan.height, plan.width, plan.channels}));
-  plan.out = out.mutable_data<uint8_t>();
+      region.pixels,
+      Tensor::Allocate(DType::kUInt8, Shape{plan.height, plan.out_columns, plan.channels}));
+  plan.out = region.pixels.mutable_data<uint8_t>();
+  plan.out_stride = static_cast<size_t>(plan.out_columns) * plan.channels;
+  JDIMENSION left = 0;
+  plan.left = &left;
   if (!JpegDecodeRows(&d, &plan)) return JpegStatus(d.err);
+  region.window = ImageWindow{0, left, plan.height, plan.width};
+  return region;
+}
+
+// The region's window as a packed tensor (a view when it spans whole rows).
+Result<Tensor> CropRegion(JpegRegion region) {
+  const Tensor& t = region.pixels;
+  const ImageWindow& w = region.window;
+  if (w.x == 0 && w.width == t.dim(1)) return std::move(region.pixels);
+  const int64_t ch = t.dim(2);
+  SLUICE_ASSIGN_OR_RETURN(Tensor out,
+                          Tensor::Allocate(DType::kUInt8, Shape{w.height, w.width, ch}));
+  const uint8_t* src = t.data<uint8_t>() + w.x * ch;
+  uint8_t* dst = out.mutable_data<uint8_t>();
+  const size_t row = static_cast<size_t>(w.width * ch), stride = t.dim(1) * ch;
+  for (int64_t r = 0; r < w.height; ++r) std::memcpy(dst + r * row, src + r * stride, row);
   return out;
 }
 
@@ -428,12 +460,17 @@ Result<ImageInfo> ReadJpegInfo(std::string_view data) {
   return info;
 }
 
+Result<Tensor> DecodeWholeWithLibjpeg(std::string_view data, const JpegDecodeOptions& opts) {
+  SLUICE_ASSIGN_OR_RETURN(JpegRegion region, DecodeWithLibjpeg(data, nullptr, 8, opts));
+  return CropRegion(std::move(region));
+}
+
 Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) {
   SLUICE_RETURN_IF_ERROR(CheckJpegInput(data));
   SLUICE_RETURN_IF_ERROR(CheckChannels("jpeg", opts.channels));
   TjHandle& handle = ThreadDecompressor();
   tjhandle tj = handle.get();
-  if (tj == nullptr) return DecodeWithLibjpeg(data, nullptr, 8, opts);
+  if (tj == nullptr) return DecodeWholeWithLibjpeg(data, opts);
   const auto* buf = reinterpret_cast<const unsigned char*>(data.data());
   const auto size = static_cast<unsigned long>(data.size());
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
@@ -441,12 +478,12 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
   // libjpeg path decodes those, and classifies header errors precisely.
   if (tjDecompressHeader3(tj, buf, size, &width, &height, &subsamp, &colorspace) != 0) {
     handle.Reset();
-    return DecodeWithLibjpeg(data, nullptr, 8, opts);
+    return DecodeWholeWithLibjpeg(data, opts);
   }
   // Never pass 0 to tjDecompress2: it would mean "the image's own size", whatever we
   // allocated.
   if (width <= 0 || height <= 0 || colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-    return DecodeWithLibjpeg(data, nullptr, 8, opts);
+    return DecodeWholeWithLibjpeg(data, opts);
   }
   if (int64_t{height} * width > kMaxImagePixels) return TooLarge("jpeg", height, width);
   SLUICE_ASSIGN_OR_RETURN(
@@ -462,7 +499,7 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
     // The header parsed, so what fails now (a warning or a fatal error) is the data.
     const std::string message = std::string("jpeg: corrupt data: ") + tjGetErrorStr2(tj);
     handle.Reset();
-    if (warning) return DecodeWithLibjpeg(data, nullptr, 8, opts);
+    if (warning) return DecodeWholeWithLibjpeg(data, opts);
     return DataLossError(message);
   }
   return out;
@@ -470,6 +507,13 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
 
 Result<Tensor> DecodeJpegWindow(std::string_view data, const ImageWindow& window,
                                 int scale_num, const JpegDecodeOptions& opts) {
+  SLUICE_ASSIGN_OR_RETURN(JpegRegion region,
+                          DecodeWithLibjpeg(data, &window, scale_num, opts));
+  return CropRegion(std::move(region));
+}
+
+Result<JpegRegion> DecodeJpegRegion(std::string_view data, const ImageWindow& window,
+                                    int scale_num, const JpegDecodeOptions& opts) {
   return DecodeWithLibjpeg(data, &window, scale_num, opts);
 }
 

@@ -76,6 +76,17 @@ FunctionTraits FusedTraits(const FunctionTraits& a, const FunctionTraits& b) {
 }
 }  // namespace
 
+Result<Tensor> FunctionContext::NewOutput(size_t component, DType dtype, const Shape& shape) {
+  if (component < slots_.size() && component < 64 && (taken_ >> component & 1) == 0) {
+    const Tensor& slot = slots_[component];
+    if (slot.dtype() == dtype && slot.shape() == shape && dtype != DType::kString) {
+      taken_ |= uint64_t{1} << component;
+      return slot;  // a view of the caller's buffer
+    }
+  }
+  return Tensor::Allocate(dtype, shape);
+}
+
 Function Function::Compose(const Function& first, uint64_t first_seed, const Function& second,
                            uint64_t second_seed) {
   if (!first.valid() || !second.valid()) return Function();
@@ -98,6 +109,7 @@ Function Function::Compose(const Function& first, uint64_t first_seed, const Fun
         FunctionContext c1(first_seed, ctx.position());
         SLUICE_RETURN_IF_ERROR(first.Apply(&e, c1));
         FunctionContext c2(second_seed, ctx.position());
+        c2.OfferOutputSlots(ctx.output_slots());  // the last stage's output is the result
         SLUICE_RETURN_IF_ERROR(second.Apply(&e, c2));
         return std::move(e);
       },

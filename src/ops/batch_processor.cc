@@ -41,15 +41,53 @@ Element AllocateBatch(const Element& row, int64_t n) {
   return Element(std::move(out));
 }
 
+// Output tensors of `n` rows of the static row components.
+Element AllocateStaticBatch(const std::vector<TensorSpec>& row, int64_t n) {
+  std::vector<Tensor> out;
+  out.reserve(row.size());
+  for (const TensorSpec& t : row) {
+    std::vector<int64_t> dims = t.shape.dims();
+    dims.insert(dims.begin(), n);
+    out.emplace_back(t.dtype, Shape(dims));
+  }
+  return Element(std::move(out));
+}
+
+// Whether `row` fits rows of `batch` (the pre-allocated output) exactly.
+bool FitsBatch(const Element& row, const std::vector<Tensor>& batch) {
+  if (row.size() != batch.size()) return false;
+  for (size_t c = 0; c < row.size(); ++c) {
+    const Tensor& b = batch[c];
+    const Tensor& t = row[c];
+    if (t.dtype() != b.dtype() || t.rank() + 1 != b.rank()) return false;
+    for (int i = 0; i < t.rank(); ++i) {
+      if (t.dim(i) != b.dim(i + 1)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 BatchProcessor::BatchProcessor(int64_t batch_size, bool drop_remainder, Function fn,
-                               uint64_t seed, int64_t static_output_bytes)
+                               uint64_t seed, int64_t static_output_bytes,
+                               const ElementSpec& batch_spec)
     : batch_size_(batch_size),
       drop_remainder_(drop_remainder),
       fn_(std::move(fn)),
       seed_(seed),
-      static_output_bytes_(static_output_bytes) {}
+      static_output_bytes_(static_output_bytes) {
+  // Pre-allocation only pays with a function (a plain batch copies its rows anyway).
+  if (!fn_.valid() || batch_spec.unknown || batch_spec.components.empty()) return;
+  std::vector<TensorSpec> row;
+  for (const TensorSpec& t : batch_spec.components) {
+    if (t.dtype == DType::kString || !t.shape.rank_known() || t.shape.rank() < 1) return;
+    PartialShape r = t.shape.WithoutLeadingDim();
+    if (!r.fully_defined()) return;
+    row.push_back({t.dtype, std::move(r)});
+  }
+  static_row_ = std::move(row);
+}
 
 int64_t BatchProcessor::Capacity(int64_t parallelism) const {
   const int64_t p = std::max<int64_t>(1, parallelism);
@@ -70,10 +108,22 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
   const int64_t end = n * (part + 1) / num_parts;
   std::vector<Tensor> out;  // the output's tensors (views of the shared buffers)
   bool have_out = false;
+  std::vector<Tensor> slots;  // row r of each output tensor (pre-allocated output)
+  if (!static_row_.empty() && end > begin) {
+    std::lock_guard<std::mutex> l(u->mu);
+    if (u->output.empty()) u->output = AllocateStaticBatch(static_row_, n);
+    out = u->output.tensors();
+    have_out = true;
+    slots.resize(out.size());
+  }
   for (int64_t r = begin; r < end; ++r) {
     Element& row = u->inputs[r];
     if (fn_.valid()) {
       FunctionContext fctx(seed_, u->first_position + r);
+      if (!slots.empty()) {
+        for (size_t c = 0; c < out.size(); ++c) slots[c] = out[c].SubTensor(r);
+        fctx.OfferOutputSlots(slots);
+      }
       Status s = fn_.Apply(&row, fctx);
       if (!s.ok()) {
         // The batch fails; the lowest failed row's error is the one reported. Returning
@@ -96,6 +146,12 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
     // mismatch and reports it as the sequential Batch would.
     if (row.size() != out.size()) continue;
     for (size_t c = 0; c < row.size(); ++c) {
+      // A result the function wrote into its slot is in place already.
+      if (!slots.empty() && row[c].num_elements() > 0 &&
+          row[c].raw_data() == slots[c].raw_data() && row[c].dtype() == slots[c].dtype() &&
+          row[c].shape() == slots[c].shape()) {
+        continue;
+      }
       if (!CopyIntoRow(row[c], &out[c], r).ok()) break;
     }
   }
@@ -104,7 +160,8 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
 
 Result<std::optional<Element>> BatchProcessor::Finish(WorkUnit* u) const {
   std::vector<Element>& rows = u->inputs;
-  if (!SameStructure(rows)) {
+  // A pre-allocated output holds the rows only when they have the declared structure.
+  if (!SameStructure(rows) || (!static_row_.empty() && !FitsBatch(rows[0], u->output.tensors()))) {
     // Rare: the sequential stacking gives the exact error.
     std::vector<Tensor> column;
     SLUICE_ASSIGN_OR_RETURN(Element e, StackRows(rows, column));

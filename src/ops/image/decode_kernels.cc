@@ -270,10 +270,14 @@ std::pair<int, ImageWindow> ScaledWindow(const ImageWindow& w, int64_t height,
   return {8, w};
 }
 
+// The result is output component c.decode.component of the call `ctx` (its output slot
+// when offered, FunctionContext::NewOutput).
 Result<Tensor> DecodeAndRandomCrop(const std::string& data, const RandomCropConfig& c,
-                                   Rng& rng) {
-  Tensor out(DType::kUInt8, Shape{c.out_h, c.out_w, c.decode.channels});
+                                   FunctionContext& ctx) {
   const int64_t ch = c.decode.channels;
+  SLUICE_ASSIGN_OR_RETURN(
+      Tensor out, ctx.NewOutput(c.decode.component, DType::kUInt8, Shape{c.out_h, c.out_w, ch}));
+  Rng& rng = ctx.rng();
   if (DetectImageFormat(data) == ImageFormat::kPng) {
     SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadPngInfo(data));
     ImageWindow w =
@@ -293,10 +297,11 @@ Result<Tensor> DecodeAndRandomCrop(const std::string& data, const RandomCropConf
   ImageWindow w = SampleRandomResizedCrop(info.height, info.width, c.scale, c.ratio, rng);
   const auto [n, decode_window] =
       ScaledWindow(w, info.height, info.width, c.out_h, c.out_w, c.dct_scaling);
-  SLUICE_ASSIGN_OR_RETURN(Tensor region,
-                          DecodeJpegWindow(data, decode_window, n, c.decode.jpeg));
-  ResizeBilinearU8(region.data<uint8_t>(), region.dim(1) * ch, ch,
-                   ImageWindow{0, 0, region.dim(0), region.dim(1)},
+  // Resized straight from libjpeg's rows: no copy of the window.
+  SLUICE_ASSIGN_OR_RETURN(JpegRegion region,
+                          DecodeJpegRegion(data, decode_window, n, c.decode.jpeg));
+  const Tensor& px = region.pixels;
+  ResizeBilinearU8(px.data<uint8_t>(), px.dim(1) * ch, ch, region.window,
                    out.mutable_data<uint8_t>(), c.out_h, c.out_w, c.antialias);
   return out;
 }
@@ -308,7 +313,7 @@ void RegisterDecodeAndRandomCrop(Registry* r) {
          kRandomCrop, attrs,
          [c](Element e, FunctionContext& ctx) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(const std::string* data, EncodedInput(e, c.decode));
-           auto img = DecodeAndRandomCrop(*data, c, ctx.rng());
+           auto img = DecodeAndRandomCrop(*data, c, ctx);
            if (!img.ok()) return ComponentError(c.decode, img.status());
            e[c.decode.component] = std::move(img).value();
            return e;

@@ -224,9 +224,11 @@ Function::SpecFn ResizedSpec(std::string kernel, int64_t comp, int64_t out_h, in
 }
 
 // Resamples `window` of an image tensor (uint8 or float32) to [out_h, out_w, c].
+// Output component `comp` of the call `ctx` (FunctionContext::NewOutput).
 Result<Tensor> ResizeImage(const Tensor& t, const Image& img, const ImageWindow& window,
-                           int64_t out_h, int64_t out_w, bool antialias) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype(), Shape{out_h, out_w, img.c}));
+                           int64_t out_h, int64_t out_w, bool antialias, FunctionContext& ctx,
+                           int64_t comp) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, t.dtype(), Shape{out_h, out_w, img.c}));
   if (t.dtype() == DType::kUInt8) {
     ResizeBilinearU8(t.data<uint8_t>(), img.w * img.c, img.c, window,
                      out.mutable_data<uint8_t>(), out_h, out_w, antialias);
@@ -247,10 +249,10 @@ Result<Function> MakeResize(const AttrMap& attrs) {
   const int64_t oh = size.first, ow = size.second;
   return Function::MakeKernel(
       std::string(kName), attrs,
-      [comp, oh, ow, antialias](Element e, FunctionContext&) -> Result<Element> {
+      [comp, oh, ow, antialias](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kU8OrF32));
-        SLUICE_ASSIGN_OR_RETURN(
-            Tensor out, ResizeImage(e[comp], img, {0, 0, img.h, img.w}, oh, ow, antialias));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out, ResizeImage(e[comp], img, {0, 0, img.h, img.w}, oh,
+                                                        ow, antialias, ctx, comp));
         e[comp] = std::move(out);
         return e;
       },
@@ -292,7 +294,7 @@ Result<Function> MakeRandomResizedCrop(const AttrMap& attrs) {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kU8OrF32));
         const ImageWindow window = SampleRandomResizedCrop(img.h, img.w, sc, ra, ctx.rng());
         SLUICE_ASSIGN_OR_RETURN(Tensor out,
-                                ResizeImage(e[comp], img, window, oh, ow, antialias));
+                                ResizeImage(e[comp], img, window, oh, ow, antialias, ctx, comp));
         e[comp] = std::move(out);
         return e;
       },
@@ -302,7 +304,8 @@ Result<Function> MakeRandomResizedCrop(const AttrMap& attrs) {
 
 // ---- center_crop ----
 
-Result<Tensor> CenterCrop(const Tensor& t, const Image& img, int64_t ch, int64_t cw) {
+Result<Tensor> CenterCrop(const Tensor& t, const Image& img, int64_t ch, int64_t cw,
+                          FunctionContext& ctx, int64_t comp) {
   if (ch == img.h && cw == img.w) return t;
   // Source offset of output row/column 0 (negative: zero padding, as torchvision).
   auto origin = [](int64_t size, int64_t crop) {
@@ -310,7 +313,7 @@ Result<Tensor> CenterCrop(const Tensor& t, const Image& img, int64_t ch, int64_t
   };
   const int64_t y0 = origin(img.h, ch), x0 = origin(img.w, cw);
   const int64_t px = img.c * static_cast<int64_t>(DTypeSize(t.dtype()));
-  SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype(), Shape{ch, cw, img.c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, t.dtype(), Shape{ch, cw, img.c}));
   const bool padded = ch > img.h || cw > img.w;
   uint8_t* dst = out.mutable_data<uint8_t>();
   if (padded) std::memset(dst, 0, out.nbytes());
@@ -332,9 +335,9 @@ Result<Function> MakeCenterCrop(const AttrMap& attrs) {
   const int64_t ch = size.first, cw = size.second;
   return Function::MakeKernel(
       std::string(kName), attrs,
-      [comp, ch, cw](Element e, FunctionContext&) -> Result<Element> {
+      [comp, ch, cw](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kAnyNumeric));
-        SLUICE_ASSIGN_OR_RETURN(Tensor out, CenterCrop(e[comp], img, ch, cw));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out, CenterCrop(e[comp], img, ch, cw, ctx, comp));
         e[comp] = std::move(out);
         return e;
       },
@@ -344,8 +347,8 @@ Result<Function> MakeCenterCrop(const AttrMap& attrs) {
 
 // ---- flips ----
 
-Result<Tensor> Flip(const Tensor& t, const Image& img) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype(), t.shape()));
+Result<Tensor> Flip(const Tensor& t, const Image& img, FunctionContext& ctx, int64_t comp) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, t.dtype(), t.shape()));
   FlipLeftRight(t.data<uint8_t>(), out.mutable_data<uint8_t>(), img.h, img.w,
                 img.c * static_cast<int64_t>(DTypeSize(t.dtype())));
   return out;
@@ -363,9 +366,9 @@ Result<Function> MakeFlipLeftRight(const AttrMap& attrs) {
   SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
   return Function::MakeKernel(
       std::string(kName), attrs,
-      [comp](Element e, FunctionContext&) -> Result<Element> {
+      [comp](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kAnyNumeric));
-        SLUICE_ASSIGN_OR_RETURN(Tensor out, Flip(e[comp], img));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out, Flip(e[comp], img, ctx, comp));
         e[comp] = std::move(out);
         return e;
       },
@@ -387,7 +390,7 @@ Result<Function> MakeRandomFlipLeftRight(const AttrMap& attrs) {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kAnyNumeric));
         // One draw per element whether or not it flips (torchvision: rand(1) < p).
         if (!(ctx.rng().Uniform() < p)) return e;
-        SLUICE_ASSIGN_OR_RETURN(Tensor out, Flip(e[comp], img));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out, Flip(e[comp], img, ctx, comp));
         e[comp] = std::move(out);
         return e;
       },
@@ -462,7 +465,7 @@ Result<Function> MakeNormalize(const AttrMap& attrs) {
   };
   return Function::MakeKernel(
       std::string(kName), attrs,
-      [cfg, check_channels](Element e, FunctionContext&) -> Result<Element> {
+      [cfg, check_channels](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, cfg.comp, kName, kU8OrF32));
         SLUICE_RETURN_IF_ERROR(check_channels(cfg, img.c));
         float mean[kMaxChannels], inv[kMaxChannels];
@@ -472,7 +475,7 @@ Result<Function> MakeNormalize(const AttrMap& attrs) {
         }
         const Tensor& t = e[cfg.comp];
         const Shape shape = cfg.chw ? Shape{img.c, img.h, img.w} : Shape{img.h, img.w, img.c};
-        SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(DType::kFloat32, shape));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(cfg.comp, DType::kFloat32, shape));
         if (t.dtype() == DType::kUInt8) {
           NormalizeU8(t.data<uint8_t>(), img.h * img.w, img.c, cfg.scale.value_or(1.0f / 255.0f),
                       mean, inv, cfg.chw, out.mutable_data<float>());
@@ -536,7 +539,7 @@ Result<Function> MakeToFloat(const AttrMap& attrs) {
   static constexpr DTypes kTypes(kTypeArray);
   return Function::MakeKernel(
       std::string(kName), attrs,
-      [comp, scale](Element e, FunctionContext&) -> Result<Element> {
+      [comp, scale](Element e, FunctionContext& ctx) -> Result<Element> {
         if (static_cast<size_t>(comp) >= e.size()) {
           return InvalidArgumentError(std::string(kName) + ": attribute 'component' is " +
                                       std::to_string(comp) + " but the element has " +
@@ -549,7 +552,7 @@ Result<Function> MakeToFloat(const AttrMap& attrs) {
                                       std::string(DTypeName(t.dtype())));
         }
         if (t.dtype() == DType::kFloat32 && (!scale || *scale == 1.0f)) return e;
-        SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(DType::kFloat32, t.shape()));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, DType::kFloat32, t.shape()));
         float* o = out.mutable_data<float>();
         const int64_t n = t.num_elements();
         switch (t.dtype()) {

@@ -50,7 +50,7 @@ class MapAndBatchDataset : public DatasetNode {
     return IteratorPtr(new AsyncBufferIterator(
         shared(), prefix,
         std::make_unique<BatchProcessor>(batch_size_, drop_remainder_, functions()[0], seed_,
-                                         StaticElementBytes(element_spec())),
+                                         StaticElementBytes(element_spec()), element_spec()),
         o));
   }
 

@@ -46,7 +46,8 @@ class ParallelBatchDataset : public DatasetNode {
     return IteratorPtr(new AsyncBufferIterator(
         shared(), prefix,
         std::make_unique<BatchProcessor>(batch_size_, drop_remainder_, Function(),
-                                         /*seed=*/0, StaticElementBytes(element_spec())),
+                                         /*seed=*/0, StaticElementBytes(element_spec()),
+                                         element_spec()),
         o));
   }
 
