@@ -208,6 +208,39 @@ TEST(ImageResizeTest, U8MatchesPilCropResizeExactly) {
   }
 }
 
+// The vectorized passes against the portable ones on random shapes, windows, sizes and
+// flips: identical bytes (the tail handling near a row's end included).
+TEST(ImageResizeTest, SimdMatchesPortableOnRandomCases) {
+  if (!ImageSimdActive()) GTEST_SKIP() << "no AVX2 on this CPU";
+  Rng rng(77);
+  for (int i = 0; i < 300; ++i) {
+    const int64_t c = 3 + static_cast<int64_t>(rng.UniformInt(2));
+    const int64_t h = 1 + static_cast<int64_t>(rng.UniformInt(60));
+    const int64_t w = 1 + static_cast<int64_t>(rng.UniformInt(400));
+    const int64_t wh = 1 + static_cast<int64_t>(rng.UniformInt(h));
+    const int64_t ww = 1 + static_cast<int64_t>(rng.UniformInt(w));
+    const ImageWindow win{static_cast<int64_t>(rng.UniformInt(h - wh + 1)),
+                          static_cast<int64_t>(rng.UniformInt(w - ww + 1)), wh, ww};
+    const int64_t oh = 1 + static_cast<int64_t>(rng.UniformInt(40));
+    const int64_t ow = 1 + static_cast<int64_t>(rng.UniformInt(300));
+    const bool aa = rng.UniformInt(4) != 0, flip = rng.UniformInt(2) != 0;
+    const Tensor img = MakeImage(h, w, c, i);
+    Tensor fast, slow;
+    {
+      SimdSetting on(true);
+      fast = ResizeU8(img, win, oh, ow, aa, flip);
+    }
+    {
+      SimdSetting off(false);
+      slow = ResizeU8(img, win, oh, ow, aa, flip);
+    }
+    ASSERT_TRUE(fast.ContentEquals(slow))
+        << h << "x" << w << "x" << c << " window {" << WindowArgs(win) << "} -> " << oh << "x"
+        << ow << (aa ? " antialias" : "") << (flip ? " flip" : "") << " max diff "
+        << MaxAbsDiff(fast, slow);
+  }
+}
+
 // The resize kernel is the same resampler on the whole image (uint8), and a window of a
 // bigger image gives the same pixels as that window cut out first.
 TEST(ImageResizeTest, KernelAndWindowsAgreeWithTheResampler) {

@@ -192,85 +192,113 @@ void VerticalRowU8(const uint8_t* const* rows, int n, const int32_t* k, uint8_t*
 // ---- uint8, AVX2 ----
 #ifdef SLUICE_IMAGE_AVX2
 
-// The horizontal plan for 3 or 4 channels: every output gets the same number of tap pairs
-// (zero weights pad the shorter ones, so the pair loop never mispredicts), in output order
-// (flip applied), each weight repeated 4 times. Each source row is first widened to int32
-// RGBX (4 slots per pixel, zero-padded at the end), so a pair of taps is one 256-bit load
-// and one exact 32-bit multiply (PIL's products), one pixel per 128-bit lane.
+// The horizontal pass for 3 or 4 channels, exact in 16-bit multiplies. PIL's products
+// p * k (8-bit pixel, 22-bit weight) need 30 bits; with k = kh * 2^11 + kl (both < 2^12),
+// sum(p * k) = (sum(p * kh) << 11) + sum(p * kl), and each sum is a chain of pmaddwd
+// (16 x 16 -> 32-bit, adjacent pairs added) on the same pixel vector: the exact integer
+// PIL computes, with no 32-bit multiply and no widened copy of the row.
+//
+// A step covers 4 taps of one output: 16 bytes loaded from the uint8 row at the output's
+// first tap + 4 * step pixels, broadcast to both 128-bit lanes and shuffled into 16-bit
+// [R_a, R_b, G_a, G_b, B_a, B_b, X_a, X_b] for taps (a, b) = (0, 1) in the low lane and
+// (2, 3) in the high lane. Every output gets the same number of steps (zero weights pad
+// the shorter ones, so the loop never mispredicts), in output order (flip applied).
+// Outputs whose loads would read past the end of the window's row take their bytes from
+// `tail`, a zero-padded copy of the row's end made once per row.
 struct HPlan {
-  int pairs = 0;
-  std::vector<int32_t> src;       // first tap of each output, in int32 slots of `wide`
-  std::vector<int32_t> w4;        // [out][pair][8]
-  std::vector<int32_t> wide;      // the current source row as int32 RGBX
+  int steps = 0;
+  std::vector<int32_t> src;      // byte offset of each output's first tap in the row
+  std::vector<int16_t> k;        // [out][step][hi 16 | lo 16]: kh and kl per lane layout
+  std::vector<uint8_t> in_tail;  // per output: 1 when its loads come from `tail`
+  int64_t tail_from = 0;         // byte offset in the row of tail[0]
+  int64_t row_bytes = 0;
+  std::vector<uint8_t> tail;
 };
 
-void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t in_w,
-                int64_t out_w, bool flip, HPlan* plan) {
-  const int pairs = (f.max_count + 1) / 2;
-  plan->pairs = pairs;
+void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t channels,
+                int64_t in_w, int64_t out_w, bool flip, HPlan* plan) {
+  const int steps = (f.max_count + 3) / 4;
+  plan->steps = steps;
   plan->src.resize(out_w);
-  plan->w4.assign(out_w * pairs * 8, 0);
+  plan->in_tail.assign(out_w, 0);
+  plan->k.assign(out_w * steps * 32, 0);
+  plan->row_bytes = in_w * channels;
+  const int64_t reach = 4 * (steps - 1) * channels + 16;  // bytes a load chain reads
+  int64_t tail_from = plan->row_bytes;
   for (int64_t d = 0; d < out_w; ++d) {
     const int64_t x = flip ? out_w - 1 - d : d;
-    plan->src[d] = static_cast<int32_t>(f.start[x] * 4);
-    int32_t* k = plan->w4.data() + d * pairs * 8;
+    const int64_t off = f.start[x] * channels;
+    plan->src[d] = static_cast<int32_t>(off);
+    if (off + reach > plan->row_bytes) {
+      plan->in_tail[d] = 1;
+      tail_from = std::min(tail_from, off);
+    }
+    int16_t* k = plan->k.data() + d * steps * 32;
     for (int t = 0; t < f.count[x]; ++t) {
-      for (int j = 0; j < 4; ++j) k[(t / 2) * 8 + (t % 2) * 4 + j] = w[f.offset[x] + t];
+      const int32_t v = w[f.offset[x] + t];
+      const int16_t hi = static_cast<int16_t>(v >> 11), lo = static_cast<int16_t>(v & 2047);
+      // Tap t: step t / 4, lane (t % 4) / 2, position t % 2 of each 16-bit pair.
+      const int base = (t / 4) * 32 + ((t % 4) / 2) * 8 + (t % 2);
+      for (int j = 0; j < 4; ++j) {
+        k[base + 2 * j] = hi;
+        k[base + 16 + 2 * j] = lo;
+      }
     }
   }
-  // Pairs of the last outputs reach up to 2 * pairs - 1 pixels past the row's last one.
-  plan->wide.assign((in_w + 2 * pairs + 2) * 4, 0);
+  plan->tail_from = tail_from;
+  plan->tail.assign(plan->row_bytes - tail_from + reach + 16, 0);
 }
 
-// Widens a row of `in_w` 3- or 4-channel pixels into int32 RGBX.
 template <int kC>
-SLUICE_TARGET_AVX2 void WidenRowAvx2(const uint8_t* in, int64_t in_w, int32_t* wide) {
-  const __m256i shuf =
-      kC == 3 ? _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, -1, -1, -1, -1,
-                                 3, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, -1, -1, -1, -1)
-              : _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,
-                                 4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
-  int64_t s = 0;
-  // Two pixels per step from an 8-byte load, which must stay inside the row.
-  for (; (s + 2) * kC + (8 - 2 * kC) <= in_w * kC; s += 2) {
-    int64_t bits;
-    std::memcpy(&bits, in + s * kC, 8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(wide + s * 4),
-                        _mm256_shuffle_epi8(_mm256_set1_epi64x(bits), shuf));
-  }
-  for (; s < in_w; ++s) {
-    for (int c = 0; c < 4; ++c) wide[s * 4 + c] = c < kC ? in[s * kC + c] : 0;
-  }
+SLUICE_TARGET_AVX2 inline __m256i PixelShuffle() {
+  return kC == 3 ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+                                    6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+                 : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
+                                    8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
 }
 
-template <int kPairs>
-SLUICE_TARGET_AVX2 inline __m256i AccumulatePairs(const int32_t* taps, const __m256i* k,
-                                                  int pairs) {
-  __m256i acc = _mm256_setr_epi32(kHalf, kHalf, kHalf, kHalf, 0, 0, 0, 0);
-  if constexpr (kPairs > 0) pairs = kPairs;
+// One output's sums: [hi low lane + hi high lane | lo ...] still split by lane.
+template <int kC, int kSteps>
+SLUICE_TARGET_AVX2 inline void AccumulateTaps(const uint8_t* p, const __m256i* k, int steps,
+                                              __m256i shuf, __m256i* hi, __m256i* lo) {
+  if constexpr (kSteps > 0) steps = kSteps;
+  __m256i h = _mm256_setzero_si256(), l = _mm256_setzero_si256();
 #pragma GCC unroll 4
-  for (int q = 0; q < pairs; ++q) {
-    // Taps 2q and 2q+1: 8 int32 slots.
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(taps + 8 * q));
-    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, _mm256_loadu_si256(k + q)));
+  for (int q = 0; q < steps; ++q) {
+    const __m256i px = _mm256_shuffle_epi8(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * q * kC))),
+        shuf);
+    h = _mm256_add_epi32(h, _mm256_madd_epi16(px, _mm256_loadu_si256(k + 2 * q)));
+    l = _mm256_add_epi32(l, _mm256_madd_epi16(px, _mm256_loadu_si256(k + 2 * q + 1)));
   }
-  return acc;
+  *hi = h;
+  *lo = l;
 }
 
-template <int kC, int kPairs>
-SLUICE_TARGET_AVX2 void HorizontalRowU8Avx2(const int32_t* wide, const HPlan& plan,
+template <int kC, int kSteps>
+SLUICE_TARGET_AVX2 void HorizontalRowU8Avx2(const uint8_t* in, const HPlan& plan,
                                             uint8_t* out, int64_t out_w) {
-  const int pairs = kPairs > 0 ? kPairs : plan.pairs;
-  const int32_t* src = plan.src.data();
-  const __m256i* k = reinterpret_cast<const __m256i*>(plan.w4.data());
+  const int steps = kSteps > 0 ? kSteps : plan.steps;
+  const __m256i shuf = PixelShuffle<kC>();
+  const __m256i half = _mm256_set1_epi32(kHalf);
   const __m256i second = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+  const int32_t* src = plan.src.data();
+  const uint8_t* in_tail = plan.in_tail.data();
+  const uint8_t* tail = plan.tail.data();
+  const int64_t tail_from = plan.tail_from;
+  const __m256i* k = reinterpret_cast<const __m256i*>(plan.k.data());
+  auto at = [&](int64_t d) { return in_tail[d] ? tail + (src[d] - tail_from) : in + src[d]; };
+  // Two outputs per step share the reduction: [a.low + a.high | b.low + b.high].
   int64_t d = 0;
-  // Two outputs per step share the reduction: [a.lo + a.hi | b.lo + b.hi].
-  for (; d + 1 < out_w; d += 2, k += 2 * pairs) {
-    const __m256i a = AccumulatePairs<kPairs>(wide + src[d], k, pairs);
-    const __m256i b = AccumulatePairs<kPairs>(wide + src[d + 1], k + pairs, pairs);
-    __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
-                                   _mm256_permute2x128_si256(a, b, 0x31));
+  for (; d + 1 < out_w; d += 2, k += 4 * steps) {
+    __m256i ah, al, bh, bl;
+    AccumulateTaps<kC, kSteps>(at(d), k, steps, shuf, &ah, &al);
+    AccumulateTaps<kC, kSteps>(at(d + 1), k + 2 * steps, steps, shuf, &bh, &bl);
+    const __m256i h = _mm256_add_epi32(_mm256_permute2x128_si256(ah, bh, 0x20),
+                                       _mm256_permute2x128_si256(ah, bh, 0x31));
+    const __m256i l = _mm256_add_epi32(_mm256_permute2x128_si256(al, bl, 0x20),
+                                       _mm256_permute2x128_si256(al, bl, 0x31));
+    __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), half);
     sum = _mm256_srai_epi32(sum, kPrecisionBits);
     sum = _mm256_packus_epi16(_mm256_packs_epi32(sum, sum), sum);  // a in dword 0, b in 4
     const uint64_t ab = static_cast<uint64_t>(
@@ -285,8 +313,13 @@ SLUICE_TARGET_AVX2 void HorizontalRowU8Avx2(const int32_t* wide, const HPlan& pl
     }
   }
   if (d < out_w) {
-    const __m256i a = AccumulatePairs<kPairs>(wide + src[d], k, pairs);
-    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    __m256i ah, al;
+    AccumulateTaps<kC, kSteps>(at(d), k, steps, shuf, &ah, &al);
+    const __m128i h =
+        _mm_add_epi32(_mm256_castsi256_si128(ah), _mm256_extracti128_si256(ah, 1));
+    const __m128i l =
+        _mm_add_epi32(_mm256_castsi256_si128(al), _mm256_extracti128_si256(al, 1));
+    __m128i sum = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(h, 11), l), _mm_set1_epi32(kHalf));
     sum = _mm_srai_epi32(sum, kPrecisionBits);
     sum = _mm_packus_epi16(_mm_packs_epi32(sum, sum), sum);
     const uint32_t px = static_cast<uint32_t>(_mm_cvtsi128_si32(sum));
@@ -295,16 +328,14 @@ SLUICE_TARGET_AVX2 void HorizontalRowU8Avx2(const int32_t* wide, const HPlan& pl
 }
 
 template <int kC>
-void HorizontalRowU8Simd(const uint8_t* in, int64_t in_w, HPlan& plan, uint8_t* out,
-                         int64_t out_w) {
-  WidenRowAvx2<kC>(in, in_w, plan.wide.data());
-  const int32_t* wide = plan.wide.data();
-  switch (plan.pairs) {
-    case 1: HorizontalRowU8Avx2<kC, 1>(wide, plan, out, out_w); break;
-    case 2: HorizontalRowU8Avx2<kC, 2>(wide, plan, out, out_w); break;
-    case 3: HorizontalRowU8Avx2<kC, 3>(wide, plan, out, out_w); break;
-    case 4: HorizontalRowU8Avx2<kC, 4>(wide, plan, out, out_w); break;
-    default: HorizontalRowU8Avx2<kC, 0>(wide, plan, out, out_w); break;
+void HorizontalRowU8Simd(const uint8_t* in, HPlan& plan, uint8_t* out, int64_t out_w) {
+  if (plan.tail_from < plan.row_bytes) {
+    std::memcpy(plan.tail.data(), in + plan.tail_from, plan.row_bytes - plan.tail_from);
+  }
+  switch (plan.steps) {
+    case 1: HorizontalRowU8Avx2<kC, 1>(in, plan, out, out_w); break;
+    case 2: HorizontalRowU8Avx2<kC, 2>(in, plan, out, out_w); break;
+    default: HorizontalRowU8Avx2<kC, 0>(in, plan, out, out_w); break;
   }
 }
 
@@ -571,7 +602,7 @@ void ResizeBilinearU8(const uint8_t* src, int64_t src_row_stride, int64_t channe
     ComputeAxisFilter(window.width, out_width, antialias, &s.h);
     ToFixedPoint(s.h.weights, &s.hw);
 #ifdef SLUICE_IMAGE_AVX2
-    if (simd_h) BuildHPlan(s.h, s.hw, window.width, out_width, flip, &s.plan);
+    if (simd_h) BuildHPlan(s.h, s.hw, c, window.width, out_width, flip, &s.plan);
 #endif
   }
   if (need_v) {
@@ -583,9 +614,9 @@ void ResizeBilinearU8(const uint8_t* src, int64_t src_row_stride, int64_t channe
 #ifdef SLUICE_IMAGE_AVX2
     if (simd_h) {
       if (c == 3) {
-        HorizontalRowU8Simd<3>(in, window.width, s.plan, out, out_width);
+        HorizontalRowU8Simd<3>(in, s.plan, out, out_width);
       } else {
-        HorizontalRowU8Simd<4>(in, window.width, s.plan, out, out_width);
+        HorizontalRowU8Simd<4>(in, s.plan, out, out_width);
       }
       return;
     }
