@@ -13,16 +13,17 @@
 // Checkpoints hold the epoch and the Shuffle state under this op's prefix: when the input
 // is replayable and no input error was seen, only the RNG state and buffer positions (the
 // buffered elements are read back by replaying the epoch's input); otherwise the buffered
-// elements and the input's state. Skip skips whole epochs without reading them when the
-// input's cardinality is known.
+// elements and the input's state (ShuffleBuffer, src/ops/shuffle_buffer.h, shared with
+// Shuffle). Skip skips whole epochs without reading them when the input's cardinality is
+// known.
 //
 // Thread-safety: the node is immutable; the iterator follows the IteratorBase contract.
 #include <algorithm>
 
-#include "core/coding.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "ops/shuffle_buffer.h"
 #include "runtime/iterator_base.h"
 
 namespace sluice {
@@ -62,19 +63,20 @@ class ShuffleAndRepeatDataset : public DatasetNode {
 class ShuffleAndRepeatIterator : public IteratorBase {
  public:
   ShuffleAndRepeatIterator(const ShuffleAndRepeatDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds), rng_(0) {}
+      : IteratorBase(ds->shared(), prefix),
+        ds_(ds),
+        shuffle_(kOp, ds->buffer_size(), ds->input(0)->IsReplayable()) {}
 
   Status Initialize(const IteratorContext& ctx) override {
     ctx_ = ctx;
-    replayable_ = node().input(0)->IsReplayable();
     if (ds_->count() == 0) return Status::OK();
     return StartEpoch(0);
   }
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
-    while (input_) {
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, ShuffleNext());
+    while (shuffle_.has_input()) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, shuffle_.Next());
       if (e) {
         first_call_ = false;
         return e;
@@ -87,8 +89,8 @@ class ShuffleAndRepeatIterator : public IteratorBase {
   Result<int64_t> SkipInternal(int64_t n) override {
     const int64_t card = node().input(0)->Cardinality();
     int64_t done = 0;
-    while (input_ && done < n) {
-      if (first_call_ && consumed_ == 0 && card > 0 && n - done >= card) {
+    while (shuffle_.has_input() && done < n) {
+      if (first_call_ && shuffle_.consumed() == 0 && card > 0 && n - done >= card) {
         // Whole epochs are skipped without reading them (each epoch reseeds, so the
         // epochs after them do not depend on them).
         int64_t epochs = (n - done) / card;
@@ -99,7 +101,7 @@ class ShuffleAndRepeatIterator : public IteratorBase {
         SLUICE_RETURN_IF_ERROR(NextEpoch());
         continue;
       }
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, ShuffleNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, shuffle_.Next());
       if (e) {
         first_call_ = false;
         ++done;
@@ -114,33 +116,9 @@ class ShuffleAndRepeatIterator : public IteratorBase {
     const std::string& p = prefix();
     w->WriteInt(p, "epoch", epoch_);
     w->WriteInt(p, "first_call", first_call_ ? 1 : 0);
-    w->WriteInt(p, "has_input", input_ ? 1 : 0);
-    if (!input_) return Status::OK();
-    Rng::State st = rng_.state();
-    w->WriteInt(p, "rng_key", static_cast<int64_t>(st.key));
-    w->WriteInt(p, "rng_stream", static_cast<int64_t>(st.stream));
-    w->WriteInt(p, "rng_counter", static_cast<int64_t>(st.counter));
-    w->WriteInt(p, "rng_used", st.used);
-    w->WriteInt(p, "consumed", consumed_);
-    w->WriteInt(p, "end_of_input", end_of_input_ ? 1 : 0);
-    w->WriteInt(p, "size", static_cast<int64_t>(buffer_.size()));
-    w->WriteInt(p, "hole", hole_);
-    const bool by_index = replayable_ && indices_valid_;
-    w->WriteInt(p, "by_index", by_index ? 1 : 0);
-    if (by_index) {
-      std::string ages;
-      for (int64_t i = 0; i < static_cast<int64_t>(buffer_.size()); ++i) {
-        if (i != hole_) {
-          PutVarint64(&ages, static_cast<uint64_t>(consumed_ - 1 - buffer_[i].index));
-        }
-      }
-      w->WriteString(p, "ages", ages);
-      return Status::OK();
-    }
-    for (int64_t i = 0; i < static_cast<int64_t>(buffer_.size()); ++i) {
-      if (i != hole_) w->WriteElement(p, "slot" + std::to_string(i), buffer_[i].element);
-    }
-    return input_->Save(w);
+    w->WriteInt(p, "has_input", shuffle_.has_input() ? 1 : 0);
+    if (!shuffle_.has_input()) return Status::OK();
+    return shuffle_.Save(w, p);
   }
 
   Status RestoreInternal(const CheckpointReader& r) override {
@@ -154,68 +132,22 @@ class ShuffleAndRepeatIterator : public IteratorBase {
     }
     epoch_ = epoch;
     first_call_ = first_call != 0;
-    input_.reset();
-    buffer_.clear();
+    shuffle_.ClearInput();
     if (!has_input) return Status::OK();
-    SLUICE_ASSIGN_OR_RETURN(int64_t key, r.ReadInt(p, "rng_key"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t stream, r.ReadInt(p, "rng_stream"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t counter, r.ReadInt(p, "rng_counter"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t used, r.ReadInt(p, "rng_used"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t consumed, r.ReadInt(p, "consumed"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t eoi, r.ReadInt(p, "end_of_input"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t size, r.ReadInt(p, "size"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t hole, r.ReadInt(p, "hole"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t by_index, r.ReadInt(p, "by_index"));
-    const int64_t live = size - (hole >= 0 ? 1 : 0);
-    if (used < 0 || used > 4 || consumed < 0 || size < 0 || size > ds_->buffer_size() ||
-        hole < -1 || hole >= size || live > consumed) {
-      return DataLossError(std::string(kOp) + ": inconsistent checkpoint (size " +
-                           std::to_string(size) + ", hole " + std::to_string(hole) +
-                           ", consumed " + std::to_string(consumed) + ", buffer_size " +
-                           std::to_string(ds_->buffer_size()) + ")");
-    }
-    SLUICE_RETURN_IF_ERROR(StartEpoch(epoch_));  // a fresh input for the replay
-    rng_ = Rng::FromState({static_cast<uint64_t>(key), static_cast<uint64_t>(stream),
-                           static_cast<uint64_t>(counter), static_cast<uint32_t>(used)});
-    consumed_ = consumed;
-    end_of_input_ = eoi != 0;
-    hole_ = hole;
-    if (by_index) {
-      if (!replayable_) {
-        return FailedPreconditionError(
-            std::string(kOp) +
-            ": checkpoint stores buffer positions but the input is not replayable");
-      }
-      return RestoreByReplay(r, size);
-    }
-    indices_valid_ = false;
-    for (int64_t i = 0; i < size; ++i) {
-      Slot s;
-      if (i != hole_) {
-        SLUICE_ASSIGN_OR_RETURN(s.element, r.ReadElement(p, "slot" + std::to_string(i)));
-      }
-      buffer_.push_back(std::move(s));
-    }
-    return input_->Restore(r);
+    // A fresh input of that epoch, for the replay.
+    SLUICE_ASSIGN_OR_RETURN(IteratorPtr input,
+                            MakeInput(ctx_.Mixed(static_cast<uint64_t>(epoch_))));
+    return shuffle_.Restore(r, p, std::move(input));
   }
 
  private:
-  struct Slot {
-    Element element;
-    int64_t index = -1;  // the element's position in the epoch's input
-  };
-
-  // A fresh input and shuffle state for epoch `e` (the buffer keeps its capacity).
+  // A fresh input and shuffle for epoch `e`.
   Status StartEpoch(int64_t e) {
     const IteratorContext ectx = ctx_.Mixed(static_cast<uint64_t>(e));
-    rng_ = Rng(ds_->reshuffle() ? HashCombine(ds_->seed(), ectx.seed_mix) : ds_->seed());
-    buffer_.clear();
-    hole_ = -1;
-    consumed_ = 0;
-    end_of_input_ = false;
-    indices_valid_ = true;
-    input_.reset();
-    SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ectx));
+    shuffle_.ClearInput();
+    SLUICE_ASSIGN_OR_RETURN(IteratorPtr input, MakeInput(ectx));
+    shuffle_.Reset(std::move(input),
+                   ds_->reshuffle() ? HashCombine(ds_->seed(), ectx.seed_mix) : ds_->seed());
     return Status::OK();
   }
 
@@ -223,125 +155,21 @@ class ShuffleAndRepeatIterator : public IteratorBase {
   // the next one. A failure to start it is reported once, then the end.
   Status NextEpoch() {
     if (first_call_ || (ds_->count() >= 0 && epoch_ + 1 >= ds_->count())) {
-      input_.reset();
+      shuffle_.ClearInput();
       return Status::OK();
     }
     ++epoch_;
     first_call_ = true;
     Status s = StartEpoch(epoch_);
-    if (!s.ok()) input_.reset();
+    if (!s.ok()) shuffle_.ClearInput();
     return s;
-  }
-
-  // One step of the epoch's shuffle: the next element, or nullopt when the epoch is done.
-  Result<std::optional<Element>> ShuffleNext() {
-    if (hole_ >= 0) {
-      std::optional<Element> e;
-      if (!end_of_input_) {
-        SLUICE_ASSIGN_OR_RETURN(e, ReadInput());
-      }
-      if (e) {
-        buffer_[hole_] = {std::move(*e), consumed_ - 1};
-      } else {
-        if (hole_ + 1 < static_cast<int64_t>(buffer_.size())) {
-          buffer_[hole_] = std::move(buffer_.back());
-        }
-        buffer_.pop_back();
-      }
-      hole_ = -1;
-    }
-    while (!end_of_input_ && static_cast<int64_t>(buffer_.size()) < ds_->buffer_size()) {
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, ReadInput());
-      if (e) buffer_.push_back({std::move(*e), consumed_ - 1});
-    }
-    if (buffer_.empty()) return std::nullopt;
-    hole_ = static_cast<int64_t>(rng_.UniformInt(buffer_.size()));
-    return std::move(buffer_[hole_].element);
-  }
-
-  Result<std::optional<Element>> ReadInput() {
-    auto e = input_->GetNext();
-    if (!e.ok()) {
-      indices_valid_ = false;
-      return e.status();
-    }
-    if (*e) {
-      ++consumed_;
-    } else {
-      end_of_input_ = true;
-    }
-    return e;
-  }
-
-  Status RestoreByReplay(const CheckpointReader& r, int64_t size) {
-    SLUICE_ASSIGN_OR_RETURN(std::string ages, r.ReadString(prefix(), "ages"));
-    const int64_t live = size - (hole_ >= 0 ? 1 : 0);
-    if (static_cast<int64_t>(ages.size()) < live) {
-      return DataLossError(std::string(kOp) + ": checkpoint 'ages' holds " +
-                           std::to_string(ages.size()) + " bytes for " +
-                           std::to_string(live) + " buffered elements");
-    }
-    buffer_.resize(size);
-    std::vector<std::pair<int64_t, int64_t>> order;  // (input index, slot)
-    order.reserve(live);
-    std::string_view in(ages);
-    for (int64_t i = 0; i < size; ++i) {
-      if (i == hole_) continue;
-      uint64_t age;
-      if (!GetVarint64(&in, &age) || age >= static_cast<uint64_t>(consumed_)) {
-        return DataLossError(std::string(kOp) + ": corrupt buffer position " +
-                             std::to_string(i) + " in checkpoint");
-      }
-      order.emplace_back(consumed_ - 1 - static_cast<int64_t>(age), i);
-    }
-    if (!in.empty()) {
-      return DataLossError(std::string(kOp) + ": trailing bytes in checkpoint 'ages'");
-    }
-    std::sort(order.begin(), order.end());
-    for (size_t i = 1; i < order.size(); ++i) {
-      if (order[i].first == order[i - 1].first) {
-        return DataLossError(std::string(kOp) + ": input index " +
-                             std::to_string(order[i].first) + " appears twice in checkpoint");
-      }
-    }
-    int64_t pos = 0;
-    for (const auto& [index, slot] : order) {
-      SLUICE_RETURN_IF_ERROR(SkipInput(index - pos, index));
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
-      if (!e) return InputEndedEarly(index);
-      buffer_[slot] = {std::move(*e), index};
-      pos = index + 1;
-    }
-    return SkipInput(consumed_ - pos, consumed_);
-  }
-
-  Status SkipInput(int64_t n, int64_t target) {
-    if (n <= 0) return Status::OK();
-    SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(n));
-    if (k < n) return InputEndedEarly(target - n + k);
-    return Status::OK();
-  }
-
-  Status InputEndedEarly(int64_t at) const {
-    return FailedPreconditionError(
-        std::string(kOp) + ": the input ended after " + std::to_string(at) +
-        " elements while restoring a checkpoint that consumed " + std::to_string(consumed_) +
-        " (the input changed since the checkpoint was taken)");
   }
 
   const ShuffleAndRepeatDataset* ds_;
   IteratorContext ctx_;
-  Rng rng_;
-  bool replayable_ = false;
-  IteratorPtr input_;  // the current epoch's input; null once finished
+  ShuffleBuffer shuffle_;  // the current epoch's shuffle; no input once finished
   int64_t epoch_ = 0;
   bool first_call_ = true;  // nothing produced yet in this epoch
-  // The current epoch's shuffle.
-  bool indices_valid_ = true;
-  std::vector<Slot> buffer_;
-  int64_t hole_ = -1;     // slot returned by the last call, refilled by the next
-  int64_t consumed_ = 0;  // input elements read this epoch
-  bool end_of_input_ = false;
 };
 
 Result<IteratorPtr> ShuffleAndRepeatDataset::MakeIteratorInternal(
