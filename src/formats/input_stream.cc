@@ -311,19 +311,51 @@ Result<size_t> InputStream::ReadInto(char* dst, size_t n) {
   return done;
 }
 
+Result<size_t> InputStream::AppendFromBuffer(std::string* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    if (buffered() == 0) {
+      if (eof_) break;
+      const size_t rest = n - done;
+      if (rest >= cap_) {
+        // Large read: straight into the string (which must be sized for it first).
+        const size_t at = out->size();
+        out->resize(at + rest);
+        auto k = ReadInto(out->data() + at, rest);
+        if (!k.ok()) return k.status();
+        out->resize(at + *k);
+        done += *k;
+        break;
+      }
+      pos_ = end_ = 0;
+      SLUICE_ASSIGN_OR_RETURN(size_t k, Produce(buf_.get(), cap_));
+      if (k == 0) {
+        eof_ = true;
+        break;
+      }
+      end_ = k;
+    }
+    const size_t take = std::min(n - done, buffered());
+    out->append(buf_.get() + pos_, take);
+    pos_ += take;
+    done += take;
+  }
+  return done;
+}
+
 Result<size_t> InputStream::ReadAppend(std::string* out, size_t n) {
   const size_t old = out->size();
   if (std::optional<uint64_t> size = Size()) {
     uint64_t here = Tell();
     size_t want =
         static_cast<size_t>(std::min<uint64_t>(n, *size > here ? *size - here : 0));
-    out->resize(old + want);
-    auto k = ReadInto(out->data() + old, want);
+    // Appended from the read buffer as it fills: no zero-filled resize, one copy less.
+    out->reserve(old + want);
+    auto k = AppendFromBuffer(out, want);
     if (!k.ok()) {
       out->resize(old);
       return k;
     }
-    out->resize(old + *k);
     return *k;
   }
   size_t done = 0;
