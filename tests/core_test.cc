@@ -193,6 +193,33 @@ TEST(CodingTest, ElementRoundTripAndCorruption) {
   PutVarint64(&absurd, 1ull << 40);
   std::string_view a = absurd;
   EXPECT_FALSE(DecodeTensor(&a).ok());
+  // ... also when a zero dimension makes the tensor empty: their product must fit int64.
+  std::string absurd_empty;
+  absurd_empty.push_back(static_cast<char>(DType::kFloat32));
+  PutVarint64(&absurd_empty, 3);
+  PutVarint64(&absurd_empty, 1ull << 40);
+  PutVarint64(&absurd_empty, 1ull << 40);
+  PutVarint64(&absurd_empty, 0);
+  PutLengthPrefixed(&absurd_empty, "");
+  std::string_view ae = absurd_empty;
+  EXPECT_FALSE(DecodeTensor(&ae).ok());
+}
+
+// Empty tensors with large other dimensions (an IDX file of rows [2050, 0], found by
+// idx_fuzzer through a prefetch checkpoint) round-trip.
+TEST(CodingTest, EmptyTensorsWithLargeDimensionsRoundTrip) {
+  for (const Tensor& t : {Tensor(DType::kFloat32, Shape{2050, 0}),
+                          Tensor(DType::kUInt8, Shape{0, 100000, 3}),
+                          Tensor(DType::kString, Shape{7, 0})}) {
+    std::string buf;
+    EncodeTensor(t, &buf);
+    std::string_view in = buf;
+    auto d = DecodeTensor(&in);
+    ASSERT_TRUE(d.ok()) << t.shape().ToString() << ": " << d.status();
+    EXPECT_EQ(d->shape(), t.shape());
+    EXPECT_EQ(d->dtype(), t.dtype());
+    EXPECT_TRUE(in.empty());
+  }
 }
 
 TEST(CheckpointTest, RoundTripAndRejectsCorruption) {

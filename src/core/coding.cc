@@ -83,17 +83,26 @@ Result<Tensor> DecodeTensor(std::string_view* in) {
   if (!GetVarint64(in, &rank)) return DataLossError("truncated tensor: no rank");
   if (rank > kMaxEncodedRank) return DataLossError("corrupt tensor: rank " + std::to_string(rank));
   std::vector<int64_t> dims(rank);
-  uint64_t n = 1;
+  // The product of the nonzero dimensions, saturated past kMaxNonzero: an empty tensor
+  // ([2050, 0]) may have any other dimensions as long as their product fits int64 (Shape
+  // multiplies them all), a non-empty one needs data for every element.
+  constexpr uint64_t kMaxNonzero = uint64_t{1} << 62;
+  uint64_t nonzero = 1;
+  bool empty = false;
   for (uint64_t i = 0; i < rank; ++i) {
     uint64_t d;
     if (!GetVarint64(in, &d)) return DataLossError("truncated tensor: no dimension");
-    // Every element needs at least one byte of input, so bound n by the input size.
-    if (d > in->size() + 1 || (d != 0 && n > (in->size() + 1) / d)) {
-      if (d != 0 && n != 0) return DataLossError("corrupt tensor: dimensions larger than the data");
+    if (d == 0) {
+      empty = true;
+    } else {
+      nonzero = d > kMaxNonzero / nonzero ? kMaxNonzero + 1 : nonzero * d;
     }
+    if (nonzero > kMaxNonzero) return DataLossError("corrupt tensor: dimensions too large");
     dims[i] = static_cast<int64_t>(d);
-    n *= d;
   }
+  const uint64_t n = empty ? 0 : nonzero;
+  // Every element needs at least one byte of input, so bound n by the input size.
+  if (n > in->size() + 1) return DataLossError("corrupt tensor: dimensions larger than the data");
   Shape shape(dims);
   if (dtype == DType::kString) {
     if (n > in->size()) return DataLossError("corrupt tensor: more strings than bytes");
