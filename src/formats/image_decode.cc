@@ -313,8 +313,11 @@ Result<JpegRegion> DecodeWithLibjpeg(std::string_view data, const ImageWindow* w
   return region;
 }
 
-// The region's window as a packed tensor (a view when it spans whole rows).
-Result<Tensor> CropRegion(JpegRegion region) {
+// DecodeWithLibjpeg's window as a packed tensor (the region itself when it spans whole
+// rows, as for a whole image).
+Result<Tensor> DecodePackedWithLibjpeg(std::string_view data, const ImageWindow* window,
+                                       int scale_num, const JpegDecodeOptions& opts) {
+  SLUICE_ASSIGN_OR_RETURN(JpegRegion region, DecodeWithLibjpeg(data, window, scale_num, opts));
   const Tensor& t = region.pixels;
   const ImageWindow& w = region.window;
   if (w.x == 0 && w.width == t.dim(1)) return std::move(region.pixels);
@@ -460,17 +463,12 @@ Result<ImageInfo> ReadJpegInfo(std::string_view data) {
   return info;
 }
 
-Result<Tensor> DecodeWholeWithLibjpeg(std::string_view data, const JpegDecodeOptions& opts) {
-  SLUICE_ASSIGN_OR_RETURN(JpegRegion region, DecodeWithLibjpeg(data, nullptr, 8, opts));
-  return CropRegion(std::move(region));
-}
-
 Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) {
   SLUICE_RETURN_IF_ERROR(CheckJpegInput(data));
   SLUICE_RETURN_IF_ERROR(CheckChannels("jpeg", opts.channels));
   TjHandle& handle = ThreadDecompressor();
   tjhandle tj = handle.get();
-  if (tj == nullptr) return DecodeWholeWithLibjpeg(data, opts);
+  if (tj == nullptr) return DecodePackedWithLibjpeg(data, nullptr, 8, opts);
   const auto* buf = reinterpret_cast<const unsigned char*>(data.data());
   const auto size = static_cast<unsigned long>(data.size());
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
@@ -478,12 +476,12 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
   // libjpeg path decodes those, and classifies header errors precisely.
   if (tjDecompressHeader3(tj, buf, size, &width, &height, &subsamp, &colorspace) != 0) {
     handle.Reset();
-    return DecodeWholeWithLibjpeg(data, opts);
+    return DecodePackedWithLibjpeg(data, nullptr, 8, opts);
   }
   // Never pass 0 to tjDecompress2: it would mean "the image's own size", whatever we
   // allocated.
   if (width <= 0 || height <= 0 || colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-    return DecodeWholeWithLibjpeg(data, opts);
+    return DecodePackedWithLibjpeg(data, nullptr, 8, opts);
   }
   if (int64_t{height} * width > kMaxImagePixels) return TooLarge("jpeg", height, width);
   SLUICE_ASSIGN_OR_RETURN(
@@ -499,7 +497,7 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
     // The header parsed, so what fails now (a warning or a fatal error) is the data.
     const std::string message = std::string("jpeg: corrupt data: ") + tjGetErrorStr2(tj);
     handle.Reset();
-    if (warning) return DecodeWholeWithLibjpeg(data, opts);
+    if (warning) return DecodePackedWithLibjpeg(data, nullptr, 8, opts);
     return DataLossError(message);
   }
   return out;
@@ -507,9 +505,7 @@ Result<Tensor> DecodeJpeg(std::string_view data, const JpegDecodeOptions& opts) 
 
 Result<Tensor> DecodeJpegWindow(std::string_view data, const ImageWindow& window,
                                 int scale_num, const JpegDecodeOptions& opts) {
-  SLUICE_ASSIGN_OR_RETURN(JpegRegion region,
-                          DecodeWithLibjpeg(data, &window, scale_num, opts));
-  return CropRegion(std::move(region));
+  return DecodePackedWithLibjpeg(data, &window, scale_num, opts);
 }
 
 Result<JpegRegion> DecodeJpegRegion(std::string_view data, const ImageWindow& window,

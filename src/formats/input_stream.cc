@@ -299,9 +299,7 @@ Result<size_t> InputStream::ReadInto(char* dst, size_t n) {
       if (k == 0) eof_ = true;
       done += k;
     } else {
-      SLUICE_ASSIGN_OR_RETURN(size_t k, Produce(buf_.get(), cap_));
-      if (k == 0) eof_ = true;
-      end_ = k;
+      SLUICE_ASSIGN_OR_RETURN(size_t k, Refill());
       size_t take = std::min(rest, k);
       memcpy(dst + done, buf_.get(), take);
       pos_ = take;
@@ -309,6 +307,14 @@ Result<size_t> InputStream::ReadInto(char* dst, size_t n) {
     }
   }
   return done;
+}
+
+Result<size_t> InputStream::Refill() {
+  pos_ = end_ = 0;
+  SLUICE_ASSIGN_OR_RETURN(size_t k, Produce(buf_.get(), cap_));
+  if (k == 0) eof_ = true;
+  end_ = k;
+  return k;
 }
 
 Result<size_t> InputStream::AppendFromBuffer(std::string* out, size_t n) {
@@ -327,13 +333,8 @@ Result<size_t> InputStream::AppendFromBuffer(std::string* out, size_t n) {
         done += *k;
         break;
       }
-      pos_ = end_ = 0;
-      SLUICE_ASSIGN_OR_RETURN(size_t k, Produce(buf_.get(), cap_));
-      if (k == 0) {
-        eof_ = true;
-        break;
-      }
-      end_ = k;
+      SLUICE_ASSIGN_OR_RETURN(size_t k, Refill());
+      if (k == 0) break;
     }
     const size_t take = std::min(n - done, buffered());
     out->append(buf_.get() + pos_, take);

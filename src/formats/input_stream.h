@@ -112,6 +112,9 @@ class InputStream {
   // Ensures min(n, rest of stream) bytes are buffered at pos_.
   Status EnsureBuffered(size_t n);
   void Reserve(size_t cap);
+  // Refills the empty read buffer from the start with up to cap_ bytes; returns how many
+  // (0 sets eof_).
+  Result<size_t> Refill();
   // ReadAppend's body for a stream of known size: appends up to n bytes to *out from the
   // read buffer as it fills (reads of cap_ bytes or more go straight into the string).
   Result<size_t> AppendFromBuffer(std::string* out, size_t n);

@@ -29,42 +29,18 @@ bool SameStructure(const std::vector<Element>& rows) {
   return true;
 }
 
+// A tensor of `n` rows of `row_shape`.
+Tensor BatchTensor(DType dtype, Shape row_shape, int64_t n) {
+  row_shape.InsertDim(0, n);
+  return Tensor(dtype, std::move(row_shape));
+}
+
 // Output tensors of `n` rows shaped like `row`.
 Element AllocateBatch(const Element& row, int64_t n) {
   std::vector<Tensor> out;
   out.reserve(row.size());
-  for (const Tensor& t : row.tensors()) {
-    Shape shape = t.shape();
-    shape.InsertDim(0, n);
-    out.emplace_back(t.dtype(), std::move(shape));
-  }
+  for (const Tensor& t : row.tensors()) out.push_back(BatchTensor(t.dtype(), t.shape(), n));
   return Element(std::move(out));
-}
-
-// Output tensors of `n` rows of the static row components.
-Element AllocateStaticBatch(const std::vector<TensorSpec>& row, int64_t n) {
-  std::vector<Tensor> out;
-  out.reserve(row.size());
-  for (const TensorSpec& t : row) {
-    std::vector<int64_t> dims = t.shape.dims();
-    dims.insert(dims.begin(), n);
-    out.emplace_back(t.dtype, Shape(dims));
-  }
-  return Element(std::move(out));
-}
-
-// Whether `row` fits rows of `batch` (the pre-allocated output) exactly.
-bool FitsBatch(const Element& row, const std::vector<Tensor>& batch) {
-  if (row.size() != batch.size()) return false;
-  for (size_t c = 0; c < row.size(); ++c) {
-    const Tensor& b = batch[c];
-    const Tensor& t = row[c];
-    if (t.dtype() != b.dtype() || t.rank() + 1 != b.rank()) return false;
-    for (int i = 0; i < t.rank(); ++i) {
-      if (t.dim(i) != b.dim(i + 1)) return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -79,14 +55,25 @@ BatchProcessor::BatchProcessor(int64_t batch_size, bool drop_remainder, Function
       static_output_bytes_(static_output_bytes) {
   // Pre-allocation only pays with a function (a plain batch copies its rows anyway).
   if (!fn_.valid() || batch_spec.unknown || batch_spec.components.empty()) return;
-  std::vector<TensorSpec> row;
+  std::vector<StaticComponent> row;
   for (const TensorSpec& t : batch_spec.components) {
     if (t.dtype == DType::kString || !t.shape.rank_known() || t.shape.rank() < 1) return;
     PartialShape r = t.shape.WithoutLeadingDim();
     if (!r.fully_defined()) return;
-    row.push_back({t.dtype, std::move(r)});
+    row.push_back({t.dtype, Shape(r.dims())});
   }
   static_row_ = std::move(row);
+}
+
+bool BatchProcessor::FitsStaticRow(const Element& row) const {
+  if (static_row_.empty()) return true;
+  if (row.size() != static_row_.size()) return false;
+  for (size_t c = 0; c < row.size(); ++c) {
+    if (row[c].dtype() != static_row_[c].dtype || row[c].shape() != static_row_[c].shape) {
+      return false;
+    }
+  }
+  return true;
 }
 
 int64_t BatchProcessor::Capacity(int64_t parallelism) const {
@@ -111,7 +98,11 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
   std::vector<Tensor> slots;  // row r of each output tensor (pre-allocated output)
   if (!static_row_.empty() && end > begin) {
     std::lock_guard<std::mutex> l(u->mu);
-    if (u->output.empty()) u->output = AllocateStaticBatch(static_row_, n);
+    if (u->output.empty()) {
+      std::vector<Tensor> batch;
+      for (const StaticComponent& c : static_row_) batch.push_back(BatchTensor(c.dtype, c.shape, n));
+      u->output = Element(std::move(batch));
+    }
     out = u->output.tensors();
     have_out = true;
     slots.resize(out.size());
@@ -161,7 +152,7 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
 Result<std::optional<Element>> BatchProcessor::Finish(WorkUnit* u) const {
   std::vector<Element>& rows = u->inputs;
   // A pre-allocated output holds the rows only when they have the declared structure.
-  if (!SameStructure(rows) || (!static_row_.empty() && !FitsBatch(rows[0], u->output.tensors()))) {
+  if (!SameStructure(rows) || !FitsStaticRow(rows[0])) {
     // Rare: the sequential stacking gives the exact error.
     std::vector<Tensor> column;
     SLUICE_ASSIGN_OR_RETURN(Element e, StackRows(rows, column));

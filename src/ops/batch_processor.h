@@ -85,7 +85,14 @@ class BatchProcessor final : public UnitProcessor {
   const uint64_t seed_;
   const int64_t static_output_bytes_;
   // The rows' components when the output is allocated up front (see above), else empty.
-  std::vector<TensorSpec> static_row_;
+  struct StaticComponent {
+    DType dtype;
+    Shape shape;
+  };
+  std::vector<StaticComponent> static_row_;
+  // Whether `row` has the static row's structure (true when there is none): only then
+  // does the pre-allocated output hold the rows.
+  bool FitsStaticRow(const Element& row) const;
 };
 
 }  // namespace sluice
