@@ -218,6 +218,11 @@ TEST(IdxTest, BadHeadersNameFileAndOffset) {
        "truncated header"},
       {"overflow", Bytes({0, 0, 0x0E, 3}) + u32max + u32max + u32max, "byte offset 8",
        "overflow"},
+      // Empty (a zero dimension), but the other dimensions multiply past 2^62: found by
+      // idx_fuzzer, whose checkpoint of such rows could not be restored.
+      {"empty_overflow",
+       Bytes({0, 0, 0x0C, 5, 0, 0, 0, 2, 7, 0x3a, 0, 8, 0, 0, 0, 0, 1, 0, 0, 0, 0, 7, 2, 1}),
+       "byte offset 20", "overflow"},
       {"too_big", Bytes({0, 0, 0x08, 2, 0, 1, 0, 0, 0, 1, 0, 0, 1, 2, 3}),
        "byte offset 15", "need exactly 4294967308 (data truncated)"},
       {"truncated_data", Bytes({0, 0, 0x0B, 1, 0, 0, 0, 3, 0, 1, 0, 2, 0}),

@@ -146,13 +146,18 @@ Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
   const uint64_t elem = DTypeSize(h.dtype);
   uint64_t total = elem;  // bytes of data, checked for overflow as dims multiply in
   uint64_t row = 1;       // elements per row
+  // The product of the nonzero dimensions: a zero dimension makes the data empty, but the
+  // other dimensions still become tensor shapes, which checkpoints only restore when this
+  // product fits (see DecodeTensor), so an empty file cannot hide absurd dimensions.
+  uint64_t nonzero = 1;
   bool overflow = false;
   for (int i = 0; i < ndims; ++i) {
     uint64_t d = LoadBigEndian32(p + 4 + 4 * i);
     h.dims.push_back(static_cast<int64_t>(d));
     overflow = overflow || __builtin_mul_overflow(total, d, &total);
     if (i > 0) overflow = overflow || __builtin_mul_overflow(row, d, &row);
-    if (overflow || total > (uint64_t{1} << 62)) {
+    if (d != 0) overflow = overflow || __builtin_mul_overflow(nonzero, d, &nonzero);
+    if (overflow || total > (uint64_t{1} << 62) || nonzero > (uint64_t{1} << 62)) {
       return HeaderError(StatusCode::kInvalidArgument, path, 4 + 4 * i,
                          "dimensions " + Shape(h.dims).ToString() + " of " +
                              std::string(DTypeName(h.dtype)) + " overflow");
