@@ -223,6 +223,10 @@ TEST(IdxTest, BadHeadersNameFileAndOffset) {
       {"empty_overflow",
        Bytes({0, 0, 0x0C, 5, 0, 0, 0, 2, 7, 0x3a, 0, 8, 0, 0, 0, 0, 1, 0, 0, 0, 0, 7, 2, 1}),
        "byte offset 20", "overflow"},
+      // No rows, and rows of 1900671690 x 2147484416 float32: 2^63.8 bytes each.
+      {"empty_row_overflow",
+       Bytes({0, 0, 0x0D, 3, 0, 0, 0, 0, 0x71, 0x49, 0xf2, 0xca, 0x80, 0, 3, 0}),
+       "byte offset 12", "overflow"},
       {"too_big", Bytes({0, 0, 0x08, 2, 0, 1, 0, 0, 0, 1, 0, 0, 1, 2, 3}),
        "byte offset 15", "need exactly 4294967308 (data truncated)"},
       {"truncated_data", Bytes({0, 0, 0x0B, 1, 0, 0, 0, 3, 0, 1, 0, 2, 0}),

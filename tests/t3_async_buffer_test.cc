@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "runtime/async_buffer.h"
 #include "sluice/dataset.h"
 #include "testing/conformance.h"
 
@@ -63,6 +64,32 @@ TEST(Prefetch, Conformance) {
 TEST(Prefetch, BadBufferSize) {
   EXPECT_FALSE(Dataset::Range(3).Prefetch(0).ok());
   EXPECT_FALSE(Dataset::Range(3).Prefetch(-5).ok());
+}
+
+// Buffers size elements from their spec; a spec too large for any element (an IDX file
+// of 0 rows can declare one) counts as unknown instead of overflowing.
+TEST(AsyncBuffer, StaticElementBytesOfHugeSpecsIsUnknown) {
+  auto spec = [](std::vector<TensorSpec> c) {
+    ElementSpec s;
+    s.components = std::move(c);
+    return s;
+  };
+  EXPECT_EQ(StaticElementBytes(spec({{DType::kFloat32, PartialShape{2, 3}},
+                                     {DType::kInt64, PartialShape{}}})),
+            32);
+  EXPECT_EQ(StaticElementBytes(spec({{DType::kFloat32, PartialShape{2, 0}}})), 0);
+  EXPECT_EQ(StaticElementBytes(spec({{DType::kString, PartialShape{2}}})), -1);
+  EXPECT_EQ(StaticElementBytes(spec({{DType::kFloat32, PartialShape{-1, 2}}})), -1);
+  EXPECT_EQ(StaticElementBytes(
+                spec({{DType::kFloat32, PartialShape{1900671690, 2147484416}}})),
+            -1);
+  EXPECT_EQ(StaticElementBytes(spec({{DType::kUInt8, PartialShape{int64_t{1} << 61}},
+                                     {DType::kUInt8, PartialShape{int64_t{1} << 61}},
+                                     {DType::kUInt8, PartialShape{1}}})),
+            -1);
+  EXPECT_EQ(StaticElementBytes(spec({{DType::kUInt8, PartialShape{int64_t{1} << 61}},
+                                     {DType::kUInt8, PartialShape{int64_t{1} << 61}}})),
+            int64_t{1} << 62);
 }
 
 TEST(ParallelMap, ConformanceDeterministic) {

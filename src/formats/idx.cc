@@ -146,10 +146,12 @@ Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
   const uint64_t elem = DTypeSize(h.dtype);
   uint64_t total = elem;  // bytes of data, checked for overflow as dims multiply in
   uint64_t row = 1;       // elements per row
-  // The product of the nonzero dimensions: a zero dimension makes the data empty, but the
-  // other dimensions still become tensor shapes, which checkpoints only restore when this
-  // product fits (see DecodeTensor), so an empty file cannot hide absurd dimensions.
-  uint64_t nonzero = 1;
+  // The bytes the nonzero dimensions make: a zero dimension makes the data empty, but the
+  // other dimensions still become tensor shapes (a file of 0 rows still declares its
+  // rows' shape), which must stay within the same bound as data: checkpoints restore
+  // shapes whose nonzero dimensions multiply to at most 2^62 (see DecodeTensor), and
+  // buffers size elements from their shapes.
+  uint64_t nonzero = elem;
   bool overflow = false;
   for (int i = 0; i < ndims; ++i) {
     uint64_t d = LoadBigEndian32(p + 4 + 4 * i);

@@ -238,7 +238,8 @@ struct ParallelAttrs {
 };
 // Reads "num_parallel_calls" (> 0 or kAutotune) and "deterministic" (-1, 0, 1) for `op`.
 Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& attrs);
-// The exact bytes of every element of `spec` when it is fully shaped and numeric, else -1.
+// The exact bytes of every element of `spec` when it is fully shaped and numeric and at
+// most 2^62 bytes, else -1.
 int64_t StaticElementBytes(const ElementSpec& spec);
 // Resolves a parallelism attribute for a runtime: kAutotune starts at
 // rt.initial_parallelism() (the CPU budget unless set).
