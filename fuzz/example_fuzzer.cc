@@ -1,12 +1,16 @@
 // Fuzzes the parse_example and parse_sequence_example kernels with arbitrary bytes: as
 // one Example, as a batch of two, and as a SequenceExample. Errors are fine; crashes,
-// leaks, undefined behaviour and outputs that break the declared spec are not.
+// leaks, undefined behaviour and outputs that break the declared spec are not. The
+// kernels scan the wire format themselves, so each parse must also be protobuf's: an
+// error where protobuf rejects the bytes, else the same result as for protobuf's own
+// serialization of what it parsed.
 #include <google/protobuf/stubs/logging.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "formats/proto/example.pb.h"
 #include "sluice/dataset.h"
 
 namespace {
@@ -74,6 +78,28 @@ void CheckOutput(const Function& f, const Tensor& in,
   if (!(*spec)->Check(*out).ok()) __builtin_trap();
 }
 
+// `got` (the parse of the fuzz input) against protobuf's reading of the same bytes.
+template <typename Message>
+void CheckAgainstProtobuf(const Function& f, const std::string& bytes,
+                          const sluice::Result<Element>& got) {
+  Message m;
+  if (!m.ParseFromString(bytes)) {
+    if (got.ok()) __builtin_trap();  // accepted what protobuf rejects
+    return;
+  }
+  FunctionContext ctx(0, 0);
+  auto want = f(Element{Tensor::Scalar(m.SerializeAsString())}, ctx);
+  if (got.ok() != want.ok()) __builtin_trap();
+  if (!got.ok()) {
+    if (got.status().ToString() != want.status().ToString()) __builtin_trap();
+    return;
+  }
+  if (got->size() != want->size()) __builtin_trap();
+  for (size_t c = 0; c < got->size(); ++c) {
+    if (!(*got)[c].ContentEquals((*want)[c])) __builtin_trap();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -82,13 +108,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FunctionContext ctx(0, 0);
 
   Tensor one = Tensor::Scalar(bytes);
-  CheckOutput(k.example, one, k.example(Element{one}, ctx));
+  auto example = k.example(Element{one}, ctx);
+  CheckOutput(k.example, one, example);
+  CheckAgainstProtobuf<tensorflow::Example>(k.example, bytes, example);
 
   // A batch of two: the input split at a position chosen by its first byte.
   const size_t cut = size == 0 ? 0 : data[0] % (size + 1);
   Tensor two = Tensor::FromStrings({bytes.substr(0, cut), bytes.substr(cut)});
   CheckOutput(k.example, two, k.example(Element{two}, ctx));
 
-  CheckOutput(k.sequence, one, k.sequence(Element{one}, ctx));
+  auto sequence = k.sequence(Element{one}, ctx);
+  CheckOutput(k.sequence, one, sequence);
+  CheckAgainstProtobuf<tensorflow::SequenceExample>(k.sequence, bytes, sequence);
   return 0;
 }

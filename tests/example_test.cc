@@ -5,6 +5,9 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "formats/example_parser.h"
 #include "formats/proto/example.pb.h"
 #include "testing/conformance.h"
 
@@ -552,6 +555,271 @@ TEST(ParseSequenceExampleTest, ConformanceThroughMap) {
       ds.element_spec().ToString(),
       "(length: int64[], tags: string[?], tokens: int64[?], frames: float32[?, 2])");
   CheckDataset(ds, want);
+}
+
+// ---- The wire scanner against protobuf ----
+
+std::string Tag(int field, int type) { return Raw({field << 3 | type}); }
+std::string Varint(uint64_t v) {
+  std::string s;
+  while (v >= 0x80) {
+    s.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  s.push_back(static_cast<char>(v));
+  return s;
+}
+std::string Len(int field, const std::string& body) {
+  return Tag(field, 2) + Varint(body.size()) + body;
+}
+
+// Random Examples in the encodings writers produce and in odd ones that protobuf
+// accepts with its own meaning (merged messages, duplicate keys, a Feature with two
+// lists, unknown fields, unpacked and split packed lists, entries with the value first
+// or without key or value, non-ASCII and invalid UTF-8 keys), sometimes damaged.
+class OddExamples {
+ public:
+  explicit OddExamples(uint64_t seed) : rng_(seed) {}
+
+  // Mostly the list the key's feature is declared with (a, i: int64; f: float; s: bytes).
+  std::string Feature(const std::string& key) {
+    std::string f;
+    const int lists = Pick(8) == 0 ? 2 : Pick(6) == 0 ? 0 : 1;
+    for (int l = 0; l < lists; ++l) {
+      const int declared = key == "s" ? 1 : key == "f" ? 2 : 3;
+      const int kind = l == 0 && Pick(6) != 0 ? declared : 1 + Pick(3);
+      std::string body;
+      for (int chunk = Pick(3); chunk >= 0; --chunk) {
+        const int n = Pick(4);
+        if (kind == 1) {
+          for (int i = 0; i < n; ++i) body += Len(1, std::string(Pick(5), 'a' + Pick(26)));
+        } else if (kind == 2) {
+          std::string packed;
+          for (int i = 0; i < n; ++i) {
+            const float v = static_cast<float>(Pick(1000)) / 8;
+            std::string bytes(4, '\0');
+            std::memcpy(bytes.data(), &v, 4);
+            if (Pick(3) == 0) {
+              body += Tag(1, 5) + bytes;
+            } else {
+              packed += bytes;
+            }
+          }
+          if (!packed.empty() || Pick(2) == 0) body += Len(1, packed);
+        } else {
+          std::string packed;
+          for (int i = 0; i < n; ++i) {
+            const uint64_t v = Pick(4) == 0 ? ~uint64_t{0} - Pick(5) : Pick(100000);
+            if (Pick(3) == 0) {
+              body += Tag(1, 0) + Varint(v);
+            } else {
+              packed += Varint(v);
+            }
+          }
+          if (!packed.empty() || Pick(2) == 0) body += Len(1, packed);
+        }
+      }
+      f += Len(kind, body);
+    }
+    if (Pick(12) == 0) f += Tag(4, 0) + Varint(Pick(300));  // unknown field
+    return f;
+  }
+
+  // A map entry whose value value(key) makes.
+  template <typename Value>
+  std::string Entry(const Value& value_of) {
+    static const char* const kKeys[] = {"a", "f", "s", "i", "\xC3\xA9", "\xFF"};
+    const std::string key = Pick(20) == 0 ? kKeys[4 + Pick(2)] : kKeys[Pick(4)];
+    const std::string value = value_of(key);
+    switch (Pick(10)) {
+      case 0: return Len(2, value) + Len(1, key);
+      case 1: return Len(1, key);
+      case 2: return Len(2, value);
+      case 3: return Len(1, key) + Len(2, value) + Len(1, kKeys[Pick(4)]);
+      default: return Len(1, key) + Len(2, value);
+    }
+  }
+
+  std::string Example() {
+    auto feature = [this](const std::string& key) { return Feature(key); };
+    std::string out;
+    for (int part = Pick(8) == 0 ? 2 : 1; part > 0; --part) {
+      std::string features;
+      for (int e = Pick(5); e > 0; --e) features += Len(1, Entry(feature));
+      out += Len(1, features);
+    }
+    if (Pick(12) == 0) out += Tag(2, 0) + Varint(7);
+    return Damage(out);
+  }
+
+  std::string SequenceExample() {
+    auto feature = [this](const std::string& key) { return Feature(key); };
+    auto steps = [this](const std::string& key) {
+      std::string list;
+      for (int t = Pick(4); t > 0; --t) list += Len(1, Feature(key));
+      return list;
+    };
+    std::string context;
+    for (int e = Pick(3); e > 0; --e) context += Len(1, Entry(feature));
+    std::string lists;
+    for (int e = Pick(3); e > 0; --e) lists += Len(1, Entry(steps));
+    std::string out = Pick(5) == 0 ? "" : Len(1, context);
+    if (Pick(5) != 0) out += Len(2, lists);
+    return Damage(out);
+  }
+
+ private:
+  int Pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+  std::string Damage(std::string s) {
+    if (s.empty() || Pick(6) != 0) return s;
+    if (Pick(2) == 0) return s.substr(0, Pick(static_cast<int>(s.size())));
+    s[Pick(static_cast<int>(s.size()))] ^= static_cast<char>(1 + Pick(255));
+    return s;
+  }
+  std::mt19937_64 rng_;
+};
+
+template <typename Message>
+std::optional<std::string> Canonical(const std::string& bytes) {
+  Message m;
+  if (!m.ParseFromString(bytes)) return std::nullopt;
+  return m.SerializeAsString();
+}
+
+// The parse of `odd` must be protobuf's: an error when protobuf rejects the bytes, else
+// exactly the parse of protobuf's own encoding of what it read.
+void ExpectSameParse(const Function& parse, const Tensor& odd, const Tensor& canonical) {
+  auto got = Apply(parse, odd);
+  auto want = Apply(parse, canonical);
+  ASSERT_EQ(got.ok(), want.ok()) << (got.ok() ? want.status() : got.status());
+  if (!got.ok()) {
+    EXPECT_EQ(got.status().ToString(), want.status().ToString());
+    return;
+  }
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t c = 0; c < got->size(); ++c) {
+    EXPECT_TRUE((*got)[c].ContentEquals((*want)[c]))
+        << c << ": " << (*got)[c].DebugString(20) << " vs " << (*want)[c].DebugString(20);
+  }
+}
+
+AttrMap OddSpec() {
+  return {{"keys", std::vector<std::string>{"a", "f", "s", "i"}},
+          {"kinds", std::vector<std::string>{"var", "var", "var", "fixed"}},
+          {"dtypes", std::vector<DType>{DType::kInt64, DType::kFloat32, DType::kString,
+                                        DType::kInt64}},
+          {"shapes", std::vector<PartialShape>{{}, {}, {}, PartialShape{2}}},
+          {"defaults", std::vector<Tensor>{Tensor(), Tensor(), Tensor(),
+                                           Tensor::FromVector<int64_t>({-1, -2})}}};
+}
+
+TEST(ExampleScannerTest, AgreesWithProtobufOnOddEncodings) {
+  google::protobuf::SetLogHandler(nullptr);  // invalid UTF-8 keys are logged otherwise
+  Function parse = Kernel("parse_example", OddSpec());
+  OddExamples gen(42);
+  int parsed = 0, rejected = 0, scanned = 0;
+  for (int i = 0; i < 4000; ++i) {
+    SCOPED_TRACE(i);
+    const std::string a = gen.Example(), b = gen.Example();
+    const auto ca = Canonical<tensorflow::Example>(a), cb = Canonical<tensorflow::Example>(b);
+    scanned += ScansExampleDirectly(a);
+    if (!ca) {
+      ++rejected;
+      auto r = Apply(parse, Tensor::Scalar(a));
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(r.status().message().find("could not parse a serialized tf.train.Example"),
+                std::string::npos)
+          << r.status();
+      continue;
+    }
+    ++parsed;
+    if (!ScansExampleDirectly(*ca) && ca->find('\xC3') == std::string::npos) {
+      std::string hex;
+      for (unsigned char c : *ca) hex += " " + std::to_string(c);
+      ADD_FAILURE() << "canonical not scanned:" << hex;
+    }
+    ExpectSameParse(parse, Tensor::Scalar(a), Tensor::Scalar(*ca));
+    if (cb) {
+      ExpectSameParse(parse, Tensor::FromStrings({a, b}), Tensor::FromStrings({*ca, *cb}));
+    }
+  }
+  // Each path was exercised.
+  EXPECT_GT(parsed, 1000);
+  EXPECT_GT(rejected, 100);
+  EXPECT_GT(scanned, 1000);
+  EXPECT_LT(scanned, parsed);
+}
+
+TEST(ExampleScannerTest, SequenceExamplesAgreeWithProtobuf) {
+  google::protobuf::SetLogHandler(nullptr);
+  Function parse = Kernel(
+      "parse_sequence_example",
+      {{"context_keys", std::vector<std::string>{"a", "s"}},
+       {"context_kinds", std::vector<std::string>{"var", "var"}},
+       {"context_dtypes", std::vector<DType>{DType::kInt64, DType::kString}},
+       {"context_shapes", std::vector<PartialShape>{{}, {}}},
+       {"sequence_keys", std::vector<std::string>{"i", "f"}},
+       {"sequence_dtypes", std::vector<DType>{DType::kInt64, DType::kFloat32}},
+       {"sequence_shapes", std::vector<PartialShape>{{}, {}}},
+       {"sequence_allow_missing", std::vector<std::string>{"i", "f"}}});
+  OddExamples gen(7);
+  int parsed = 0, rejected = 0, steps = 0;
+  for (int i = 0; i < 4000; ++i) {
+    SCOPED_TRACE(i);
+    const std::string a = gen.SequenceExample();
+    const auto ca = Canonical<tensorflow::SequenceExample>(a);
+    if (!ca) {
+      ++rejected;
+      auto r = Apply(parse, Tensor::Scalar(a));
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(r.status().message().find("could not parse"), std::string::npos)
+          << r.status();
+      continue;
+    }
+    ++parsed;
+    ExpectSameParse(parse, Tensor::Scalar(a), Tensor::Scalar(*ca));
+    // Feature lists with steps were read (parsed, or failed at a step).
+    auto r = Apply(parse, Tensor::Scalar(a));
+    steps += r.ok() ? (*r)[2].dim(0) + (*r)[3].dim(0) > 0
+                    : r.status().message().find("(step ") != std::string::npos;
+  }
+  EXPECT_GT(parsed, 1000);
+  EXPECT_GT(rejected, 100);
+  EXPECT_GT(steps, 500);
+}
+
+TEST(ExampleScannerTest, WhatTheScannerLeavesToProtobuf) {
+  // What protobuf writes is scanned directly.
+  const std::string plain =
+      MakeExample({{"a", Int64s({1, 300})}, {"f", Floats({1.5f})}, {"s", Bytes({"hi"})}});
+  EXPECT_TRUE(ScansExampleDirectly(plain));
+  EXPECT_TRUE(ScansExampleDirectly(""));
+  EXPECT_TRUE(ScansExampleDirectly(MakeExample({{"s", Bytes({})}})));
+  // Duplicate keys: protobuf keeps the last entry.
+  const std::string twice = Len(1, Len(1, Len(1, "s") + Len(2, Len(1, Len(1, "x")))) +
+                                       Len(1, Len(1, "s") + Len(2, Len(1, Len(1, "y")))));
+  EXPECT_FALSE(ScansExampleDirectly(twice));
+  Function parse = Kernel("parse_example", OddSpec());
+  auto r = Apply(parse, Tensor::Scalar(twice));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE((*r)[2].ContentEquals(Tensor::FromStrings({"y"}))) << (*r)[2].DebugString();
+  // Two features fields: protobuf merges them.
+  const std::string merged = Len(1, Len(1, Len(1, "s") + Len(2, Len(1, Len(1, "x"))))) +
+                             Len(1, Len(1, Len(1, "a") + Len(2, Len(3, Tag(1, 0) + Varint(5)))));
+  EXPECT_FALSE(ScansExampleDirectly(merged));
+  r = Apply(parse, Tensor::Scalar(merged));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE((*r)[0].ContentEquals(Tensor::FromVector<int64_t>({5})));
+  EXPECT_TRUE((*r)[2].ContentEquals(Tensor::FromStrings({"x"})));
+  // A key that is not valid UTF-8 makes the Example invalid (proto3).
+  google::protobuf::SetLogHandler(nullptr);
+  const std::string bad_key = Len(1, Len(1, Len(1, "\xFF") + Len(2, "")));
+  EXPECT_FALSE(ScansExampleDirectly(bad_key));
+  EXPECT_FALSE(Apply(parse, Tensor::Scalar(bad_key)).ok());
+  // A 10-byte varint with bits past 64, and a packed float list of 3 bytes: protobuf's.
+  EXPECT_FALSE(ScansExampleDirectly(
+      Len(1, Len(1, Len(1, "a") + Len(2, Len(3, Tag(1, 0) + std::string(9, '\xFF') + "\x7F"))))));
+  EXPECT_FALSE(ScansExampleDirectly(Len(1, Len(1, Len(1, "f") + Len(2, Len(2, Len(1, "abc")))))));
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <google/protobuf/arena.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
+#include <list>
 #include <set>
 
 #include "formats/proto/example.pb.h"
@@ -42,58 +44,352 @@ std::string_view KindName(Feature::KindCase k) {
   }
 }
 
-int64_t ValueCount(const Feature& f) {
-  switch (f.kind_case()) {
-    case Feature::kInt64List:
-      return f.int64_list().value_size();
-    case Feature::kFloatList:
-      return f.float_list().value_size();
-    case Feature::kBytesList:
-      return f.bytes_list().value_size();
-    default:
-      return 0;
+// ---- The wire scanner ----
+//
+// Examples are read straight from their bytes, the way TensorFlow's fast parser
+// (example_proto_fast_parsing.cc) does: no message objects, and each value is copied
+// once, from the serialized bytes into the output tensor (protobuf would copy every bytes
+// value into its message first). The scanner reads the part of the wire format whose
+// meaning is plain: known fields at most once each (lists: any number of values, packed,
+// unpacked or both), map entries with distinct ASCII keys, and unknown fields, which it
+// skips as protobuf does (a known field number with another wire type is unknown too).
+// Anything else, valid or not (a message field twice, which protobuf merges; duplicate
+// keys; non-ASCII keys, which proto3 checks for UTF-8; groups; malformed bytes) goes to
+// protobuf, which rejects it or parses it, and the scanner then reads protobuf's own
+// serialization of the message. So what is accepted and what it means are protobuf's on
+// every input; tests and the example fuzzer compare the two paths.
+
+class WireReader {
+ public:
+  explicit WireReader(std::string_view s)
+      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
+  bool done() const { return p_ == end_; }
+  // At most 10 bytes, and a 10th byte of 0 or 1 (no bits past 64). Tags and lengths
+  // take at most 5 bytes (`max_bytes`), as protobuf reads them.
+  bool Varint(uint64_t* v, int max_bytes = 10) {
+    uint64_t out = 0;
+    for (int i = 0; i < max_bytes; ++i) {
+      if (p_ == end_) return false;
+      const uint8_t b = *p_++;
+      if (i == 9 && b > 1) return false;
+      out |= uint64_t{b & 0x7fu} << (7 * i);
+      if (b < 0x80) {
+        *v = out;
+        return true;
+      }
+    }
+    return false;
   }
+  bool Tag(uint32_t* field, uint32_t* type) {
+    uint64_t t;
+    if (!Varint(&t, 5) || t > 0xffffffffu) return false;
+    *field = static_cast<uint32_t>(t >> 3);
+    *type = static_cast<uint32_t>(t & 7);
+    return *field != 0;
+  }
+  // A length-delimited value.
+  bool Bytes(std::string_view* v) {
+    uint64_t n;
+    if (!Varint(&n, 5) || n > static_cast<uint64_t>(end_ - p_)) return false;
+    *v = std::string_view(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+  bool Fixed32(uint32_t* v) {
+    if (end_ - p_ < 4) return false;
+    std::memcpy(v, p_, 4);  // little-endian on every target we build for
+    p_ += 4;
+    return true;
+  }
+  // Skips a field whose tag was just read. Groups (deprecated) are skipped only in
+  // protobuf's own serialization (`canonical`), where they are known to be well formed.
+  bool Skip(uint32_t field, uint32_t type, bool canonical, int depth = 0) {
+    uint64_t x;
+    std::string_view v;
+    switch (type) {
+      case 0: return Varint(&x);
+      case 1: return Advance(8);
+      case 2: return Bytes(&v);
+      case 5: return Advance(4);
+      case 3: {
+        if (!canonical || depth > 100) return false;
+        uint32_t f, t;
+        while (Tag(&f, &t)) {
+          if (t == 4) return f == field;
+          if (!Skip(f, t, canonical, depth + 1)) return false;
+        }
+        return false;
+      }
+      default: return false;
+    }
+  }
+
+ private:
+  bool Advance(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) return false;
+    p_ += n;
+    return true;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+constexpr uint32_t kVarintWire = 0, kLenWire = 2, kFixed32Wire = 5;
+
+// Adds to *n the varints in a packed run, checking that each ends within 10 bytes (the
+// 10th at most 1, as WireReader::Varint).
+bool CountPackedVarints(std::string_view v, int64_t* n) {
+  int64_t count = 0;
+  int run = 0;  // continuation bytes so far in the current varint
+  for (char ch : v) {
+    const auto b = static_cast<uint8_t>(ch);
+    if (b < 0x80) {
+      if (run == 9 && b > 1) return false;
+      ++count;
+      run = 0;
+    } else if (++run == 10) {
+      return false;
+    }
+  }
+  *n += count;
+  return run == 0;
 }
 
-// Copies f's values into dst's flat storage starting at element `offset` (room is checked
-// by the caller; the kind by CheckKind).
-void CopyValues(const Feature& f, Tensor* dst, int64_t offset) {
-  switch (f.kind_case()) {
-    case Feature::kInt64List: {
-      const auto& v = f.int64_list().value();
-      std::copy(v.begin(), v.end(), dst->mutable_data<int64_t>() + offset);
-      return;
+// Decodes a packed run that CountPackedVarints accepted; returns the values written.
+int64_t DecodePackedVarints(std::string_view v, int64_t* out) {
+  const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+  const uint8_t* end = p + v.size();
+  int64_t* const first = out;
+  while (p < end) {
+    uint64_t b = *p++;
+    uint64_t x = b & 0x7f;
+    for (int shift = 7; b >= 0x80; shift += 7) {
+      b = *p++;
+      x |= (b & 0x7f) << shift;
     }
-    case Feature::kFloatList: {
-      const auto& v = f.float_list().value();
-      std::copy(v.begin(), v.end(), dst->mutable_data<float>() + offset);
-      return;
-    }
-    case Feature::kBytesList: {
-      std::string* out = dst->mutable_data<std::string>() + offset;
-      for (const std::string& s : f.bytes_list().value()) *out++ = s;
-      return;
-    }
-    default:
-      return;
+    *out++ = static_cast<int64_t>(x);
   }
+  return out - first;
 }
 
-Status CheckKind(const Feature& f, DType dtype, std::string_view who,
+// Reads a list message (BytesList, FloatList, Int64List): counts its values into *count
+// and, with `dst`, stores them in dst's flat storage from element `offset` on (room is
+// the caller's to check). False when the scanner does not take the bytes.
+bool ReadList(Feature::KindCase kind, std::string_view body, bool canonical, int64_t* count,
+              Tensor* dst = nullptr, int64_t offset = 0) {
+  WireReader r(body);
+  int64_t n = 0;
+  std::string* strings = nullptr;
+  float* floats = nullptr;
+  int64_t* ints = nullptr;
+  if (dst != nullptr) {
+    if (kind == Feature::kBytesList) strings = dst->mutable_data<std::string>() + offset;
+    if (kind == Feature::kFloatList) floats = dst->mutable_data<float>() + offset;
+    if (kind == Feature::kInt64List) ints = dst->mutable_data<int64_t>() + offset;
+  }
+  while (!r.done()) {
+    uint32_t field, type;
+    if (!r.Tag(&field, &type)) return false;
+    std::string_view v;
+    uint64_t x = 0;
+    uint32_t bits = 0;
+    if (field != 1) {
+      if (!r.Skip(field, type, canonical)) return false;
+    } else if (kind == Feature::kBytesList && type == kLenWire) {
+      if (!r.Bytes(&v)) return false;
+      if (strings) strings[n].assign(v.data(), v.size());
+      ++n;
+    } else if (kind == Feature::kFloatList && type == kFixed32Wire) {
+      if (!r.Fixed32(&bits)) return false;
+      if (floats) std::memcpy(floats + n, &bits, 4);
+      ++n;
+    } else if (kind == Feature::kFloatList && type == kLenWire) {
+      if (!r.Bytes(&v) || v.size() % 4 != 0) return false;
+      if (floats) std::memcpy(floats + n, v.data(), v.size());
+      n += static_cast<int64_t>(v.size() / 4);
+    } else if (kind == Feature::kInt64List && type == kVarintWire) {
+      if (!r.Varint(&x)) return false;
+      if (ints) ints[n] = static_cast<int64_t>(x);
+      ++n;
+    } else if (kind == Feature::kInt64List && type == kLenWire) {
+      if (!r.Bytes(&v)) return false;
+      if (ints) {
+        n += DecodePackedVarints(v, ints + n);
+      } else if (!CountPackedVarints(v, &n)) {
+        return false;
+      }
+    } else if (!r.Skip(field, type, canonical)) {  // field 1 with another wire type
+      return false;
+    }
+  }
+  *count = n;
+  return true;
+}
+
+// One Feature: which list it holds and the list message's bytes.
+struct FeatureView {
+  Feature::KindCase kind = Feature::KIND_NOT_SET;
+  std::string_view list;
+  int64_t count = 0;  // values in the list
+  bool canonical = false;
+};
+
+bool ScanFeature(std::string_view body, bool canonical, FeatureView* out) {
+  *out = FeatureView();
+  out->canonical = canonical;
+  WireReader r(body);
+  while (!r.done()) {
+    uint32_t field, type;
+    if (!r.Tag(&field, &type)) return false;
+    if (field > 3 || type != kLenWire) {
+      if (!r.Skip(field, type, canonical)) return false;
+      continue;
+    }
+    // A second list would replace or merge into the first (oneof): protobuf's call.
+    if (out->kind != Feature::KIND_NOT_SET || !r.Bytes(&out->list)) return false;
+    out->kind = field == 1   ? Feature::kBytesList
+                : field == 2 ? Feature::kFloatList
+                             : Feature::kInt64List;
+    if (!ReadList(out->kind, out->list, canonical, &out->count)) return false;
+  }
+  return true;
+}
+
+// Copies a scanned Feature's values into dst's flat storage from element `offset` on
+// (room is checked by the caller, the kind by CheckKind).
+void CopyValues(const FeatureView& f, Tensor* dst, int64_t offset) {
+  int64_t n;
+  if (f.kind != Feature::KIND_NOT_SET) ReadList(f.kind, f.list, f.canonical, &n, dst, offset);
+}
+
+// Scans a message whose map<string, V> is field 1 (Features.feature,
+// FeatureLists.feature_list), calling on_entry(key, V's bytes) for each entry (an entry
+// without a value has V's default, empty bytes). Keys must be ASCII (protobuf checks
+// proto3 strings for UTF-8; ASCII is trivially valid) unless `canonical`.
+template <typename OnEntry>
+bool ScanMap(std::string_view body, bool canonical, const OnEntry& on_entry) {
+  WireReader r(body);
+  while (!r.done()) {
+    uint32_t field, type;
+    std::string_view entry;
+    if (!r.Tag(&field, &type)) return false;
+    if (field != 1 || type != kLenWire) {
+      if (!r.Skip(field, type, canonical)) return false;
+      continue;
+    }
+    if (!r.Bytes(&entry)) return false;
+    std::string_view key, value;
+    bool has_key = false, has_value = false;
+    WireReader er(entry);
+    while (!er.done()) {
+      if (!er.Tag(&field, &type)) return false;
+      if (field > 2 || type != kLenWire) {
+        if (!er.Skip(field, type, canonical)) return false;
+        continue;
+      }
+      bool& seen = field == 1 ? has_key : has_value;
+      if (seen || !er.Bytes(field == 1 ? &key : &value)) return false;
+      seen = true;
+    }
+    if (!canonical) {
+      for (char c : key) {
+        if (static_cast<unsigned char>(c) >= 0x80) return false;
+      }
+    }
+    if (!on_entry(key, value)) return false;
+  }
+  return true;
+}
+
+// Whether two of `entries` (pairs of key and anything) have the same key: which one wins
+// is protobuf's business.
+template <typename Entry>
+bool HasDuplicateKeys(const std::vector<Entry>& entries) {
+  if (entries.size() <= 8) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      for (size_t j = i + 1; j < entries.size(); ++j) {
+        if (entries[i].first == entries[j].first) return true;
+      }
+    }
+    return false;
+  }
+  std::vector<std::string_view> keys;
+  keys.reserve(entries.size());
+  for (const Entry& e : entries) keys.push_back(e.first);
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
+}
+
+// An Example's features (or a SequenceExample's context), by key.
+struct FeaturesView {
+  std::vector<std::pair<std::string_view, FeatureView>> features;
+  const FeatureView* Find(std::string_view key) const {
+    for (const auto& [k, f] : features) {
+      if (k == key) return &f;
+    }
+    return nullptr;
+  }
+};
+
+bool ScanFeatures(std::string_view body, bool canonical, FeaturesView* out) {
+  out->features.clear();
+  return ScanMap(body, canonical,
+                 [&](std::string_view key, std::string_view value) {
+                   auto& [k, f] = out->features.emplace_back();
+                   k = key;
+                   return ScanFeature(value, canonical, &f);
+                 }) &&
+         (canonical || !HasDuplicateKeys(out->features));
+}
+
+// The fields of a message made of submessages numbered 1..N, each at most once
+// (Example: features; SequenceExample: context, feature_lists).
+template <size_t N>
+bool ScanFields(std::string_view body, bool canonical,
+                std::array<std::string_view, N>* fields) {
+  std::array<bool, N> seen{};
+  WireReader r(body);
+  while (!r.done()) {
+    uint32_t field, type;
+    if (!r.Tag(&field, &type)) return false;
+    if (field > N || type != kLenWire) {
+      if (!r.Skip(field, type, canonical)) return false;
+      continue;
+    }
+    if (seen[field - 1] || !r.Bytes(&(*fields)[field - 1])) return false;
+    seen[field - 1] = true;
+  }
+  return true;
+}
+
+// Scans `serialized` as a `Message` with scan(bytes, canonical); when the scanner will not
+// take it, protobuf parses it (or rejects it: false) and the re-serialized message, kept
+// in `keep` for the views into it, is scanned instead.
+template <typename Message, typename Scan>
+Result<bool> ScanOrCanonicalize(std::string_view serialized, std::list<std::string>* keep,
+                                const Scan& scan) {
+  if (scan(serialized, false)) return true;
+  std::string* canonical = &keep->emplace_back();
+  google::protobuf::Arena arena;
+  auto* m = google::protobuf::Arena::CreateMessage<Message>(&arena);
+  if (serialized.size() > INT_MAX ||
+      !m->ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
+    return false;
+  }
+  if (!m->SerializeToString(canonical) || !scan(*canonical, true)) {
+    return InternalError("protobuf's serialization of a " + m->GetTypeName() +
+                         " was not scanned");
+  }
+  return true;
+}
+
+Status CheckKind(const FeatureView& f, DType dtype, std::string_view who,
                  const std::string& what, const std::string& where) {
-  if (f.kind_case() == Feature::KIND_NOT_SET || f.kind_case() == KindFor(dtype)) {
-    return Status::OK();
-  }
+  if (f.kind == Feature::KIND_NOT_SET || f.kind == KindFor(dtype)) return Status::OK();
   return InvalidArgumentError(std::string(who) + ": " + what + " has " +
-                              std::string(KindName(f.kind_case())) + " but dtype " +
+                              std::string(KindName(f.kind)) + " but dtype " +
                               std::string(DTypeName(dtype)) + " needs " +
                               std::string(KindName(KindFor(dtype))) + where);
-}
-
-const Feature* FindFeature(const tensorflow::Features& features, const std::string& key) {
-  const auto& m = features.feature();
-  auto it = m.find(key);
-  return it == m.end() ? nullptr : &it->second;
 }
 
 Shape WithLeading(int64_t d, const Shape& s) {
@@ -102,19 +398,19 @@ Shape WithLeading(int64_t d, const Shape& s) {
   return out;
 }
 
-// Parses the features of `examples` (one Features message each; null = no features).
-Result<std::vector<Tensor>> ParseFeatures(
-    const std::vector<const tensorflow::Features*>& examples, bool batched,
-    const std::vector<FeatureConfig>& features, std::string_view who) {
-  static const tensorflow::Features kEmpty;
+// Parses the features of `examples` (one scanned Features message each).
+Result<std::vector<Tensor>> ParseFeatures(const std::vector<FeaturesView>& examples,
+                                          bool batched,
+                                          const std::vector<FeatureConfig>& features,
+                                          std::string_view who) {
   const int64_t batch = static_cast<int64_t>(examples.size());
   std::vector<Tensor> out;
   out.reserve(features.size());
-  std::vector<const Feature*> found(examples.size());
+  std::vector<const FeatureView*> found(examples.size());
   for (const FeatureConfig& fc : features) {
     const std::string what = "key '" + fc.key + "'";
     for (size_t b = 0; b < examples.size(); ++b) {
-      found[b] = FindFeature(examples[b] ? *examples[b] : kEmpty, fc.key);
+      found[b] = examples[b].Find(fc.key);
       if (found[b] != nullptr) {
         SLUICE_RETURN_IF_ERROR(
             CheckKind(*found[b], fc.dtype, who, what, Where(batched, b)));
@@ -141,7 +437,7 @@ Result<std::vector<Tensor>> ParseFeatures(
               CopyIntoRow(fc.default_value, &t, static_cast<int64_t>(b)));
           continue;
         }
-        const int64_t count = ValueCount(*found[b]);
+        const int64_t count = found[b]->count;
         if (count != n) {
           return InvalidArgumentError(std::string(who) + ": " + what + " has " +
                                       std::to_string(count) + " values but shape " +
@@ -153,8 +449,8 @@ Result<std::vector<Tensor>> ParseFeatures(
       out.push_back(std::move(t));
     } else {
       int64_t longest = 0;
-      for (const Feature* f : found) {
-        if (f) longest = std::max(longest, ValueCount(*f));
+      for (const FeatureView* f : found) {
+        if (f) longest = std::max(longest, f->count);
       }
       Shape shape = batched ? Shape{batch, longest} : Shape{longest};
       SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(fc.dtype, std::move(shape)));
@@ -242,6 +538,18 @@ Status ValidateFeatureConfigs(std::vector<FeatureConfig>* features,
   return Status::OK();
 }
 
+namespace {
+bool ScanExample(std::string_view bytes, bool canonical, FeaturesView* view) {
+  std::array<std::string_view, 1> fields;
+  return ScanFields(bytes, canonical, &fields) && ScanFeatures(fields[0], canonical, view);
+}
+}  // namespace
+
+bool ScansExampleDirectly(std::string_view serialized) {
+  FeaturesView view;
+  return ScanExample(serialized, false, &view);
+}
+
 Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialized,
                                           bool batched,
                                           const std::vector<FeatureConfig>& features,
@@ -251,16 +559,16 @@ Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialize
                                 ": expected one serialized Example, got " +
                                 std::to_string(serialized.size()));
   }
-  google::protobuf::Arena arena;
-  std::vector<const tensorflow::Features*> examples;
-  examples.reserve(serialized.size());
+  std::vector<FeaturesView> examples(serialized.size());
+  std::list<std::string> canonical;
   for (size_t i = 0; i < serialized.size(); ++i) {
-    const std::string& s = serialized[i];
-    auto* ex = google::protobuf::Arena::CreateMessage<tensorflow::Example>(&arena);
-    if (s.size() > INT_MAX || !ex->ParseFromArray(s.data(), static_cast<int>(s.size()))) {
-      return ParseError(who, "Example", s.size(), batched, i);
-    }
-    examples.push_back(ex->has_features() ? &ex->features() : nullptr);
+    FeaturesView& view = examples[i];
+    auto scan = [&view](std::string_view bytes, bool is_canonical) {
+      return ScanExample(bytes, is_canonical, &view);
+    };
+    SLUICE_ASSIGN_OR_RETURN(
+        bool ok, ScanOrCanonicalize<tensorflow::Example>(serialized[i], &canonical, scan));
+    if (!ok) return ParseError(who, "Example", serialized[i].size(), batched, i);
   }
   return ParseFeatures(examples, batched, features, who);
 }
@@ -268,19 +576,45 @@ Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialize
 Result<std::vector<Tensor>> ParseSequenceExample(
     std::string_view serialized, const std::vector<FeatureConfig>& context,
     const std::vector<SequenceFeatureConfig>& sequence, std::string_view who) {
-  google::protobuf::Arena arena;
-  auto* ex = google::protobuf::Arena::CreateMessage<tensorflow::SequenceExample>(&arena);
-  if (serialized.size() > INT_MAX ||
-      !ex->ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
-    return ParseError(who, "SequenceExample", serialized.size(), false, 0);
-  }
+  FeaturesView context_view;
+  // Feature lists by key: each list's steps.
+  std::vector<std::pair<std::string_view, std::vector<FeatureView>>> lists;
+  auto scan = [&](std::string_view bytes, bool is_canonical) {
+    std::array<std::string_view, 2> fields;
+    lists.clear();
+    auto on_list = [&](std::string_view key, std::string_view value) {
+      auto& [k, steps] = lists.emplace_back();
+      k = key;
+      WireReader r(value);  // FeatureList: repeated Feature feature = 1
+      while (!r.done()) {
+        uint32_t field, type;
+        std::string_view step;
+        if (!r.Tag(&field, &type)) return false;
+        if (field != 1 || type != kLenWire) {
+          if (!r.Skip(field, type, is_canonical)) return false;
+          continue;
+        }
+        if (!r.Bytes(&step) || !ScanFeature(step, is_canonical, &steps.emplace_back())) {
+          return false;
+        }
+      }
+      return true;
+    };
+    return ScanFields(bytes, is_canonical, &fields) &&
+           ScanFeatures(fields[0], is_canonical, &context_view) &&
+           ScanMap(fields[1], is_canonical, on_list) &&
+           (is_canonical || !HasDuplicateKeys(lists));
+  };
+  std::list<std::string> canonical;
   SLUICE_ASSIGN_OR_RETURN(
-      std::vector<Tensor> out,
-      ParseFeatures({ex->has_context() ? &ex->context() : nullptr}, false, context, who));
-  const auto& lists = ex->feature_lists().feature_list();
+      bool ok, ScanOrCanonicalize<tensorflow::SequenceExample>(serialized, &canonical, scan));
+  if (!ok) return ParseError(who, "SequenceExample", serialized.size(), false, 0);
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                          ParseFeatures({context_view}, false, context, who));
   for (const SequenceFeatureConfig& sc : sequence) {
     const std::string what = "feature list '" + sc.key + "'";
-    auto it = lists.find(sc.key);
+    auto it = std::find_if(lists.begin(), lists.end(),
+                           [&](const auto& l) { return l.first == sc.key; });
     if (it == lists.end()) {
       if (!sc.allow_missing) {
         return InvalidArgumentError(std::string(who) + ": " + what +
@@ -289,21 +623,22 @@ Result<std::vector<Tensor>> ParseSequenceExample(
       out.push_back(Tensor::Zeros(sc.dtype, WithLeading(0, sc.shape)));
       continue;
     }
-    const auto& steps = it->second.feature();
+    const std::vector<FeatureView>& steps = it->second;
     const int64_t n = sc.shape.num_elements();
     SLUICE_ASSIGN_OR_RETURN(
-        Tensor t, Tensor::Allocate(sc.dtype, WithLeading(steps.size(), sc.shape)));
-    for (int i = 0; i < steps.size(); ++i) {
+        Tensor t, Tensor::Allocate(sc.dtype, WithLeading(static_cast<int64_t>(steps.size()),
+                                                         sc.shape)));
+    for (size_t i = 0; i < steps.size(); ++i) {
       const std::string where = " (step " + std::to_string(i) + ")";
       SLUICE_RETURN_IF_ERROR(CheckKind(steps[i], sc.dtype, who, what, where));
-      const int64_t count = ValueCount(steps[i]);
+      const int64_t count = steps[i].count;
       if (count != n) {
         return InvalidArgumentError(std::string(who) + ": " + what + " has " +
                                     std::to_string(count) + " values but shape " +
                                     sc.shape.ToString() + " needs " + std::to_string(n) +
                                     where);
       }
-      CopyValues(steps[i], &t, int64_t{i} * n);
+      CopyValues(steps[i], &t, static_cast<int64_t>(i) * n);
     }
     out.push_back(std::move(t));
   }

@@ -2,10 +2,12 @@
 // (tf.io.parse_example / tf.io.parse_single_sequence_example).
 //
 // The schema is TensorFlow's own (src/formats/proto/{feature,example}.proto, package
-// `tensorflow`), so bytes written by TensorFlow parse here and vice versa. Parsing uses
-// protobuf (tensorflow::Example::ParseFromArray); proto3 rules apply, so a feature key
-// that is not valid UTF-8 makes the Example invalid (TensorFlow's fast parser does not
-// check).
+// `tensorflow`), so bytes written by TensorFlow parse here and vice versa. The bytes are
+// scanned directly (like TensorFlow's fast parser) and each value is copied once into its
+// tensor; inputs outside the scanner's unambiguous subset of the wire format go through
+// protobuf, so what is accepted and what it means are always protobuf's. proto3 rules
+// apply: a feature key that is not valid UTF-8 makes the Example invalid (TensorFlow's
+// fast parser does not check), and of two entries with the same key the last wins.
 //
 // Features:
 //  * fixed (tf.io.FixedLenFeature): exactly shape.num_elements() values; the default is
@@ -71,6 +73,10 @@ Result<std::vector<Tensor>> ParseExamples(std::span<const std::string> serialize
                                           bool batched,
                                           const std::vector<FeatureConfig>& features,
                                           std::string_view who);
+
+// Whether `serialized` is an Example the scanner reads without protobuf: every Example
+// that protobuf serializes, if its keys are ASCII (for tests).
+bool ScansExampleDirectly(std::string_view serialized);
 
 // Parses one serialized SequenceExample: the context features (as an unbatched
 // ParseExamples) followed by the sequence features.
