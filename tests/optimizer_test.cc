@@ -514,6 +514,41 @@ TEST_F(OptimizerTest, MapFusionKeepsEachSeed) {
   ExpectEquivalent([] { return Dataset::Range(50).Map(Noise("a")).Map(Noise("b")).Skip(17); }, o);
 }
 
+TEST_F(OptimizerTest, MapFusionIntoMapAndBatch) {
+  const Options o = Only({"map_fusion"});
+  auto build = [] {
+    return Dataset::Range(50)
+        .Map(Noise("a"), 3, true)
+        .Map(Noise("b"), 2, true)
+        .MapAndBatch(Noise("c"), 8, 2, /*drop_remainder=*/true, true);
+  };
+  Optimized r = Optimize(build(), o);
+  EXPECT_EQ(Ops(r.root), (std::vector<std::string>{"Range", "MapAndBatch"}));
+  EXPECT_EQ(r.changes("map_fusion"), 2);
+  EXPECT_EQ(r.root->functions()[0].name(), "a+b+c");
+  EXPECT_EQ(IntAttr(*r.root, "num_parallel_calls", 0), 3);
+  EXPECT_EQ(IntAttr(*r.root, "batch_size", 0), 8);
+  EXPECT_TRUE(BoolAttr(*r.root, "drop_remainder", false));
+  EXPECT_EQ(IntAttr(*r.root, "deterministic", 0), 1);
+  EXPECT_EQ(r.root->Cardinality(), 6);
+  EXPECT_EQ(r.root->element_spec(), build().element_spec());
+  // Each function keeps its seed: the batches are the unfused ones.
+  EXPECT_EQ(ExpectEquivalent(build, o), 6u);
+  ExpectEquivalent(
+      [] { return Dataset::Range(50).Map(Noise("a"), kAutotune).MapAndBatch(AddOne(), 7); }, o);
+  // Not fused: a sequential map (it would run in parallel), other determinism, a stateful
+  // function, a map with another consumer.
+  Dataset seq = Dataset::Range(50).Map(AddOne()).MapAndBatch(Times(2), 8);
+  EXPECT_EQ(Optimize(seq, o).root.get(), seq.node().get());
+  Dataset det = Dataset::Range(50).Map(AddOne(), 2, false).MapAndBatch(Times(2), 8, 2, false, true);
+  EXPECT_EQ(Optimize(det, o).root.get(), det.node().get());
+  Dataset st = Dataset::Range(50).Map(AddOne(), 2, true).MapAndBatch(Stateful(), 8, 2, false, true);
+  EXPECT_EQ(Optimize(st, o).root.get(), st.node().get());
+  Dataset m = Dataset::Range(50).Map(AddOne(), 2, true);
+  Dataset z = Dataset::Zip({m.MapAndBatch(Times(2), 2, 2, false, true), m.Batch(2)});
+  EXPECT_EQ(Optimize(z, o).root.get(), z.node().get());
+}
+
 TEST_F(OptimizerTest, MapFusionComposesSpecs) {
   // cast to float, then select: the fused spec is the two kernels' composed spec.
   Dataset ds = Dataset::Range(10)
