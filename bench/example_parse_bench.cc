@@ -62,7 +62,6 @@ void BM_ProtobufParse(benchmark::State& state) {
   for (int i = 0; i < batch; ++i) records.push_back(MakeRecord(kind, i));
   for (auto _ : state) {
     google::protobuf::Arena arena;
-    std::vector<Tensor> out;
     Tensor first(kind == 0 ? DType::kString : DType::kInt64,
                  kind == 0 ? Shape{batch} : Shape{batch, 256});
     Tensor labels(DType::kInt64, Shape{batch});

@@ -15,8 +15,9 @@ Contenders of a suite run one after another, in a rotated order each repeat, and
 figure is the median over the repeats. This machine's speed drifts by 20-30% within
 minutes, so each ratio is also taken within each repeat (contenders measured minutes
 apart, not tens of minutes); a target counts as met only when both the ratio of the
-medians and the median of the per-repeat ratios reach it. The DataLoader gets num_workers = the cores
-(--workers). Data is generated with `sluice datagen` when missing (deterministic by seed).
+medians and the median of the per-repeat ratios reach it. The DataLoader gets
+num_workers = the cores (--workers). Data is generated with `sluice datagen` when missing
+(deterministic by seed).
 Writes bench/results/side_by_side.json and side_by_side.png.
 """
 import argparse

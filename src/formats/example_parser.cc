@@ -7,6 +7,7 @@
 #include <list>
 #include <set>
 
+#include "core/coding.h"
 #include "formats/proto/example.pb.h"
 
 namespace sluice {
@@ -57,30 +58,16 @@ std::string_view KindName(Feature::KindCase k) {
 // serialization of the message. So what is accepted and what it means are protobuf's on
 // every input; tests and the example fuzzer compare the two paths.
 
+// Reads protobuf's wire format with the varint and fixed-width readers of core/coding.h.
 class WireReader {
  public:
-  explicit WireReader(std::string_view s)
-      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
-  bool done() const { return p_ == end_; }
-  // At most 10 bytes, and a 10th byte of 0 or 1 (no bits past 64). Tags and lengths
-  // take at most 5 bytes (`max_bytes`), as protobuf reads them.
-  bool Varint(uint64_t* v, int max_bytes = 10) {
-    uint64_t out = 0;
-    for (int i = 0; i < max_bytes; ++i) {
-      if (p_ == end_) return false;
-      const uint8_t b = *p_++;
-      if (i == 9 && b > 1) return false;
-      out |= uint64_t{b & 0x7fu} << (7 * i);
-      if (b < 0x80) {
-        *v = out;
-        return true;
-      }
-    }
-    return false;
-  }
+  explicit WireReader(std::string_view s) : in_(s) {}
+  bool done() const { return in_.empty(); }
+  // At most 10 bytes, and a 10th byte of 0 or 1 (no bits past 64).
+  bool Varint(uint64_t* v) { return GetVarint64(&in_, v); }
   bool Tag(uint32_t* field, uint32_t* type) {
     uint64_t t;
-    if (!Varint(&t, 5) || t > 0xffffffffu) return false;
+    if (!Varint32(&t) || t > 0xffffffffu) return false;
     *field = static_cast<uint32_t>(t >> 3);
     *type = static_cast<uint32_t>(t & 7);
     return *field != 0;
@@ -88,17 +75,12 @@ class WireReader {
   // A length-delimited value.
   bool Bytes(std::string_view* v) {
     uint64_t n;
-    if (!Varint(&n, 5) || n > static_cast<uint64_t>(end_ - p_)) return false;
-    *v = std::string_view(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
+    if (!Varint32(&n) || n > in_.size()) return false;
+    *v = in_.substr(0, n);
+    in_.remove_prefix(n);
     return true;
   }
-  bool Fixed32(uint32_t* v) {
-    if (end_ - p_ < 4) return false;
-    std::memcpy(v, p_, 4);  // little-endian on every target we build for
-    p_ += 4;
-    return true;
-  }
+  bool Fixed32(uint32_t* v) { return GetFixed32(&in_, v); }
   // Skips a field whose tag was just read. Groups (deprecated) are skipped only in
   // protobuf's own serialization (`canonical`), where they are known to be well formed.
   bool Skip(uint32_t field, uint32_t type, bool canonical, int depth = 0) {
@@ -123,13 +105,17 @@ class WireReader {
   }
 
  private:
+  // Tags and lengths take at most 5 bytes, as protobuf reads them.
+  bool Varint32(uint64_t* v) {
+    const size_t before = in_.size();
+    return GetVarint64(&in_, v) && before - in_.size() <= 5;
+  }
   bool Advance(size_t n) {
-    if (static_cast<size_t>(end_ - p_) < n) return false;
-    p_ += n;
+    if (in_.size() < n) return false;
+    in_.remove_prefix(n);
     return true;
   }
-  const uint8_t* p_;
-  const uint8_t* end_;
+  std::string_view in_;
 };
 
 constexpr uint32_t kVarintWire = 0, kLenWire = 2, kFixed32Wire = 5;
@@ -260,33 +246,43 @@ void CopyValues(const FeatureView& f, Tensor* dst, int64_t offset) {
   if (f.kind != Feature::KIND_NOT_SET) ReadList(f.kind, f.list, f.canonical, &n, dst, offset);
 }
 
+// Calls on_value(bytes) for each length-delimited field 1 of a message (a repeated
+// message field: map entries, FeatureList steps), skipping its other fields.
+template <typename OnValue>
+bool ForEachField1(std::string_view body, bool canonical, const OnValue& on_value) {
+  WireReader r(body);
+  while (!r.done()) {
+    uint32_t field, type;
+    std::string_view value;
+    if (!r.Tag(&field, &type)) return false;
+    if (field != 1 || type != kLenWire) {
+      if (!r.Skip(field, type, canonical)) return false;
+    } else if (!r.Bytes(&value) || !on_value(value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Scans a message whose map<string, V> is field 1 (Features.feature,
 // FeatureLists.feature_list), calling on_entry(key, V's bytes) for each entry (an entry
 // without a value has V's default, empty bytes). Keys must be ASCII (protobuf checks
 // proto3 strings for UTF-8; ASCII is trivially valid) unless `canonical`.
 template <typename OnEntry>
 bool ScanMap(std::string_view body, bool canonical, const OnEntry& on_entry) {
-  WireReader r(body);
-  while (!r.done()) {
-    uint32_t field, type;
-    std::string_view entry;
-    if (!r.Tag(&field, &type)) return false;
-    if (field != 1 || type != kLenWire) {
-      if (!r.Skip(field, type, canonical)) return false;
-      continue;
-    }
-    if (!r.Bytes(&entry)) return false;
+  return ForEachField1(body, canonical, [&](std::string_view entry) {
     std::string_view key, value;
     bool has_key = false, has_value = false;
-    WireReader er(entry);
-    while (!er.done()) {
-      if (!er.Tag(&field, &type)) return false;
+    WireReader r(entry);
+    while (!r.done()) {
+      uint32_t field, type;
+      if (!r.Tag(&field, &type)) return false;
       if (field > 2 || type != kLenWire) {
-        if (!er.Skip(field, type, canonical)) return false;
+        if (!r.Skip(field, type, canonical)) return false;
         continue;
       }
       bool& seen = field == 1 ? has_key : has_value;
-      if (seen || !er.Bytes(field == 1 ? &key : &value)) return false;
+      if (seen || !r.Bytes(field == 1 ? &key : &value)) return false;
       seen = true;
     }
     if (!canonical) {
@@ -294,9 +290,8 @@ bool ScanMap(std::string_view body, bool canonical, const OnEntry& on_entry) {
         if (static_cast<unsigned char>(c) >= 0x80) return false;
       }
     }
-    if (!on_entry(key, value)) return false;
-  }
-  return true;
+    return on_entry(key, value);
+  });
 }
 
 // Whether two of `entries` (pairs of key and anything) have the same key: which one wins
@@ -358,6 +353,11 @@ bool ScanFields(std::string_view body, bool canonical,
     seen[field - 1] = true;
   }
   return true;
+}
+
+bool ScanExample(std::string_view bytes, bool canonical, FeaturesView* view) {
+  std::array<std::string_view, 1> fields;
+  return ScanFields(bytes, canonical, &fields) && ScanFeatures(fields[0], canonical, view);
 }
 
 // Scans `serialized` as a `Message` with scan(bytes, canonical); when the scanner will not
@@ -538,13 +538,6 @@ Status ValidateFeatureConfigs(std::vector<FeatureConfig>* features,
   return Status::OK();
 }
 
-namespace {
-bool ScanExample(std::string_view bytes, bool canonical, FeaturesView* view) {
-  std::array<std::string_view, 1> fields;
-  return ScanFields(bytes, canonical, &fields) && ScanFeatures(fields[0], canonical, view);
-}
-}  // namespace
-
 bool ScansExampleDirectly(std::string_view serialized) {
   FeaturesView view;
   return ScanExample(serialized, false, &view);
@@ -583,22 +576,13 @@ Result<std::vector<Tensor>> ParseSequenceExample(
     std::array<std::string_view, 2> fields;
     lists.clear();
     auto on_list = [&](std::string_view key, std::string_view value) {
-      auto& [k, steps] = lists.emplace_back();
-      k = key;
-      WireReader r(value);  // FeatureList: repeated Feature feature = 1
-      while (!r.done()) {
-        uint32_t field, type;
-        std::string_view step;
-        if (!r.Tag(&field, &type)) return false;
-        if (field != 1 || type != kLenWire) {
-          if (!r.Skip(field, type, is_canonical)) return false;
-          continue;
-        }
-        if (!r.Bytes(&step) || !ScanFeature(step, is_canonical, &steps.emplace_back())) {
-          return false;
-        }
-      }
-      return true;
+      auto& list = lists.emplace_back();
+      list.first = key;
+      std::vector<FeatureView>& steps = list.second;
+      // FeatureList: repeated Feature feature = 1.
+      return ForEachField1(value, is_canonical, [&](std::string_view step) {
+        return ScanFeature(step, is_canonical, &steps.emplace_back());
+      });
     };
     return ScanFields(bytes, is_canonical, &fields) &&
            ScanFeatures(fields[0], is_canonical, &context_view) &&

@@ -144,27 +144,27 @@ Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
                            std::to_string(h.header_bytes) + " bytes");
   }
   const uint64_t elem = DTypeSize(h.dtype);
-  uint64_t total = elem;  // bytes of data, checked for overflow as dims multiply in
-  uint64_t row = 1;       // elements per row
-  // The bytes the nonzero dimensions make: a zero dimension makes the data empty, but the
-  // other dimensions still become tensor shapes (a file of 0 rows still declares its
-  // rows' shape), which must stay within the same bound as data: checkpoints restore
-  // shapes whose nonzero dimensions multiply to at most 2^62 (see DecodeTensor), and
-  // buffers size elements from their shapes.
+  // The bytes the nonzero dimensions make, at most 2^62. A zero dimension makes the data
+  // empty, but the other dimensions still become tensor shapes (a file of 0 rows still
+  // declares its rows' shape), which must stay within the same bound as data: checkpoints
+  // restore shapes whose nonzero dimensions multiply to at most 2^62 (see DecodeTensor),
+  // and buffers size elements from their shapes.
   uint64_t nonzero = elem;
-  bool overflow = false;
+  uint64_t row = 1;  // elements per row: 0, or a divisor of nonzero / elem (no overflow)
+  bool empty = false;
   for (int i = 0; i < ndims; ++i) {
     uint64_t d = LoadBigEndian32(p + 4 + 4 * i);
     h.dims.push_back(static_cast<int64_t>(d));
-    overflow = overflow || __builtin_mul_overflow(total, d, &total);
-    if (i > 0) overflow = overflow || __builtin_mul_overflow(row, d, &row);
-    if (d != 0) overflow = overflow || __builtin_mul_overflow(nonzero, d, &nonzero);
-    if (overflow || total > (uint64_t{1} << 62) || nonzero > (uint64_t{1} << 62)) {
+    empty = empty || d == 0;
+    if (d != 0 &&
+        (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > (uint64_t{1} << 62))) {
       return HeaderError(StatusCode::kInvalidArgument, path, 4 + 4 * i,
                          "dimensions " + Shape(h.dims).ToString() + " of " +
                              std::string(DTypeName(h.dtype)) + " overflow");
     }
+    if (i > 0) row *= d;
   }
+  const uint64_t total = empty ? 0 : nonzero;  // bytes of data
   h.row_elements = static_cast<int64_t>(row);
   h.row_bytes = static_cast<int64_t>(row * elem);
   h.data_bytes = static_cast<int64_t>(total);
