@@ -98,36 +98,52 @@ inline uint8_t Clip8(int32_t acc) {
   return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
-// The separable driver. hrow(in_row, out_row) resamples one source row horizontally (null
-// when the width does not change); vrow(rows, n, y, out_row) combines n rows into output
-// row y. Rows the vertical filter needs are resampled once, into a ring of max-taps rows.
-template <typename T, typename HRow, typename VRow>
-void Separable(const T* base, int64_t stride, int64_t row_len, int64_t out_h, bool need_h,
-               const AxisFilter* vf, HRow&& hrow, VRow&& vrow, std::vector<T>* ring,
-               std::vector<const T*>* rows, T* dst) {
-  if (vf == nullptr) {
-    for (int64_t y = 0; y < out_h; ++y) {
+// The separable driver. hrows(in0, in1, out0, out1) resamples source rows horizontally,
+// two at a time (in1 and out1 are null for a single row; hrows is unused when the width
+// does not change); vrow(rows, n, y, out_row) combines n rows into output row y. Rows the
+// vertical filter needs are resampled once, into a ring of max-taps + 1 rows (the extra
+// slot holds a row resampled one ahead as the second of a pair). Both ends of PIL's
+// filter windows only move forward with y, so rows in the ring are never needed again
+// once overwritten.
+template <typename T, typename HRows, typename VRow>
+void Separable(const T* base, int64_t stride, int64_t in_h, int64_t row_len, int64_t out_h,
+               bool need_h, const AxisFilter* vf, HRows&& hrows, VRow&& vrow,
+               std::vector<T>* ring, std::vector<const T*>* rows, T* dst) {
+  if (vf == nullptr) {  // in_h == out_h
+    for (int64_t y = 0; y < out_h; y += 2) {
+      const bool two = y + 1 < out_h;
       if (need_h) {
-        hrow(base + y * stride, dst + y * row_len);
-      } else {
-        std::memcpy(dst + y * row_len, base + y * stride, row_len * sizeof(T));
+        hrows(base + y * stride, two ? base + (y + 1) * stride : nullptr, dst + y * row_len,
+              two ? dst + (y + 1) * row_len : nullptr);
+        continue;
+      }
+      for (int64_t r = y; r < y + (two ? 2 : 1); ++r) {
+        std::memcpy(dst + r * row_len, base + r * stride, row_len * sizeof(T));
       }
     }
     return;
   }
-  const int64_t slots = vf->max_count;
+  const int64_t slots = vf->max_count + 1;
   if (need_h) ring->resize(slots * row_len);
   rows->resize(slots);
+  auto slot = [&](int64_t r) { return ring->data() + (r % slots) * row_len; };
   int64_t next = 0;  // source rows below this one are resampled (or never needed)
   for (int64_t y = 0; y < out_h; ++y) {
     const int64_t s = vf->start[y];
     const int n = vf->count[y];
     if (need_h) {
-      for (int64_t r = std::max(next, s); r < s + n; ++r) {
-        hrow(base + r * stride, ring->data() + (r % slots) * row_len);
+      int64_t r = std::max(next, s);
+      while (r < s + n) {
+        if (r + 1 < in_h) {
+          hrows(base + r * stride, base + (r + 1) * stride, slot(r), slot(r + 1));
+          r += 2;
+        } else {
+          hrows(base + r * stride, nullptr, slot(r), nullptr);
+          r += 1;
+        }
       }
-      next = std::max(next, s + n);
-      for (int t = 0; t < n; ++t) (*rows)[t] = ring->data() + ((s + t) % slots) * row_len;
+      next = std::max(next, r);
+      for (int t = 0; t < n; ++t) (*rows)[t] = slot(s + t);
     } else {
       for (int t = 0; t < n; ++t) (*rows)[t] = base + (s + t) * stride;
     }
@@ -192,187 +208,232 @@ void VerticalRowU8(const uint8_t* const* rows, int n, const int32_t* k, uint8_t*
 // ---- uint8, AVX2 ----
 #ifdef SLUICE_IMAGE_AVX2
 
-// The horizontal pass for 3 or 4 channels, exact in 16-bit multiplies. PIL's products
-// p * k (8-bit pixel, 22-bit weight) need 30 bits; with k = kh * 2^11 + kl (both < 2^12),
-// sum(p * k) = (sum(p * kh) << 11) + sum(p * kl), and each sum is a chain of pmaddwd
-// (16 x 16 -> 32-bit, adjacent pairs added) on the same pixel vector: the exact integer
-// PIL computes, with no 32-bit multiply and no widened copy of the row.
+// The horizontal pass for 3 or 4 channels, two rows at a time, exact in 16-bit multiplies.
+// PIL's products p * k (8-bit pixel, 22-bit weight) need 30 bits; with k = kh * 2^11 + kl
+// (both < 2^11), sum(p * k) = (sum(p * kh) << 11) + sum(p * kl), and each sum is a chain
+// of pmaddwd (16 x 16 -> 32-bit, adjacent pairs added): the exact integer PIL computes,
+// with no 32-bit multiply and no widened copy of the row.
 //
-// A step covers 4 taps of one output: 16 bytes loaded from the uint8 row at the output's
-// first tap + 4 * step pixels, broadcast to both 128-bit lanes and shuffled into 16-bit
-// [R_a, R_b, G_a, G_b, B_a, B_b, X_a, X_b] for taps (a, b) = (0, 1) in the low lane and
-// (2, 3) in the high lane. Every output gets the same number of steps (zero weights pad
-// the shorter ones, so the loop never mispredicts), in output order (flip applied).
-// Outputs whose loads would read past the end of the window's row take their bytes from
-// `tail`, a zero-padded copy of the row's end made once per row.
+// The low 128-bit lane works on the first row and the high lane on the second, so the two
+// rows share every weight and shuffle and nothing crosses lanes until the store. For one
+// output, a pair of taps (t, t+1) is shuffled from a 16-byte load into the 16-bit
+// [R_t, R_t+1, G_t, G_t+1, B_t, B_t+1, X_t, X_t+1], and one pmaddwd with the broadcast
+// weight pair leaves [R, G, B, X] partial sums in each lane. Every output gets the same
+// number of pairs (zero weights pad the shorter ones, so the loop never mispredicts), in
+// output order (flip applied); four outputs are packed to bytes and stored together.
+// The loads read up to 15 bytes past an output's last tap, so each row is first copied
+// into a zero-padded buffer (a few dozen cycles against ~200 for checks per output).
 struct HPlan {
-  int steps = 0;
-  std::vector<int32_t> src;      // byte offset of each output's first tap in the row
-  std::vector<int16_t> k;        // [out][step][hi 16 | lo 16]: kh and kl per lane layout
-  std::vector<uint8_t> in_tail;  // per output: 1 when its loads come from `tail`
-  int64_t tail_from = 0;         // byte offset in the row of tail[0]
+  int pairs = 0;             // tap pairs per output
+  std::vector<int32_t> src;  // byte offset of each output's first tap in the row
+  std::vector<int32_t> k;    // [out][pair][hi, lo]: (w_t | w_t+1 << 16) of each half
   int64_t row_bytes = 0;
-  std::vector<uint8_t> tail;
+  std::vector<uint8_t> row[2];  // padded copies of the two rows
 };
 
 void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t channels,
                 int64_t in_w, int64_t out_w, bool flip, HPlan* plan) {
-  const int steps = (f.max_count + 3) / 4;
-  plan->steps = steps;
+  const int pairs = (f.max_count + 1) / 2;
+  plan->pairs = pairs;
   plan->src.resize(out_w);
-  plan->in_tail.assign(out_w, 0);
-  plan->k.assign(out_w * steps * 32, 0);
+  plan->k.assign(out_w * pairs * 2, 0);
   plan->row_bytes = in_w * channels;
-  const int64_t reach = 4 * (steps - 1) * channels + 16;  // bytes a load chain reads
-  int64_t tail_from = plan->row_bytes;
+  // One 16-byte load serves two pairs (four pixels).
+  const int64_t reach = 4 * ((pairs + 1) / 2 - 1) * channels + 16;  // bytes the loads read
+  int64_t end = plan->row_bytes;
   for (int64_t d = 0; d < out_w; ++d) {
     const int64_t x = flip ? out_w - 1 - d : d;
     const int64_t off = f.start[x] * channels;
     plan->src[d] = static_cast<int32_t>(off);
-    if (off + reach > plan->row_bytes) {
-      plan->in_tail[d] = 1;
-      tail_from = std::min(tail_from, off);
-    }
-    int16_t* k = plan->k.data() + d * steps * 32;
+    end = std::max(end, off + reach);
+    int32_t* k = plan->k.data() + d * pairs * 2;
     for (int t = 0; t < f.count[x]; ++t) {
-      const int32_t v = w[f.offset[x] + t];
-      const int16_t hi = static_cast<int16_t>(v >> 11), lo = static_cast<int16_t>(v & 2047);
-      // Tap t: step t / 4, lane (t % 4) / 2, position t % 2 of each 16-bit pair.
-      const int base = (t / 4) * 32 + ((t % 4) / 2) * 8 + (t % 2);
-      for (int j = 0; j < 4; ++j) {
-        k[base + 2 * j] = hi;
-        k[base + 16 + 2 * j] = lo;
+      const uint32_t v = static_cast<uint32_t>(w[f.offset[x] + t]);
+      const int shift = 16 * (t % 2);
+      k[(t / 2) * 2] |= static_cast<int32_t>((v >> 11) << shift);
+      k[(t / 2) * 2 + 1] |= static_cast<int32_t>((v & 2047) << shift);
+    }
+  }
+  for (auto& r : plan->row) r.assign(end, 0);
+}
+
+// pshufb masks: the 16-bit [R_a, R_b, G_a, G_b, B_a, B_b, X_a, X_b] of pixels (a, b) =
+// (0, 1) or (2, 3) of a 16-byte load, in both lanes.
+template <int kC>
+SLUICE_TARGET_AVX2 inline __m256i PairShuffle(int first) {
+  alignas(32) int8_t m[32];
+  for (int lane = 0; lane < 2; ++lane) {
+    for (int c = 0; c < 4; ++c) {
+      for (int t = 0; t < 2; ++t) {
+        const int byte = (first + t) * kC + c;
+        m[lane * 16 + c * 4 + t * 2] = static_cast<int8_t>(c < kC ? byte : -1);
+        m[lane * 16 + c * 4 + t * 2 + 1] = -1;
       }
     }
   }
-  plan->tail_from = tail_from;
-  plan->tail.assign(plan->row_bytes - tail_from + reach + 16, 0);
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
 }
 
-template <int kC>
-SLUICE_TARGET_AVX2 inline __m256i PixelShuffle() {
-  return kC == 3 ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
-                                    6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
-                 : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
-                                    8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+// (sum(p * kh) << 11) + sum(p * kl), rounded and shifted as PIL does.
+SLUICE_TARGET_AVX2 inline __m256i Finish(__m256i h, __m256i l) {
+  const __m256i sum =
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), _mm256_set1_epi32(kHalf));
+  return _mm256_srai_epi32(sum, kPrecisionBits);
 }
 
-// One output's sums: [hi low lane + hi high lane | lo ...] still split by lane.
-template <int kC, int kSteps>
-SLUICE_TARGET_AVX2 inline void AccumulateTaps(const uint8_t* p, const __m256i* k, int steps,
-                                              __m256i shuf, __m256i* hi, __m256i* lo) {
-  if constexpr (kSteps > 0) steps = kSteps;
+// Four [R, G, B, X] int32 pixels per lane -> 16 bytes per lane, compacted by `compact`.
+SLUICE_TARGET_AVX2 inline __m256i PackPixels(__m256i a, __m256i b, __m256i c, __m256i d,
+                                             __m256i compact) {
+  return _mm256_shuffle_epi8(
+      _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d)), compact);
+}
+
+// One output for both rows: [R, G, B, X] (int32, rounded and shifted) in each lane.
+template <int kC, int kPairs>
+SLUICE_TARGET_AVX2 inline __m256i OutputPixel(const uint8_t* p0, const uint8_t* p1,
+                                              const int32_t* k, int pairs, __m256i m01,
+                                              __m256i m23) {
+  if constexpr (kPairs > 0) pairs = kPairs;
   __m256i h = _mm256_setzero_si256(), l = _mm256_setzero_si256();
 #pragma GCC unroll 4
-  for (int q = 0; q < steps; ++q) {
-    const __m256i px = _mm256_shuffle_epi8(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * q * kC))),
-        shuf);
-    h = _mm256_add_epi32(h, _mm256_madd_epi16(px, _mm256_loadu_si256(k + 2 * q)));
-    l = _mm256_add_epi32(l, _mm256_madd_epi16(px, _mm256_loadu_si256(k + 2 * q + 1)));
-  }
-  *hi = h;
-  *lo = l;
-}
-
-template <int kC, int kSteps>
-SLUICE_TARGET_AVX2 void HorizontalRowU8Avx2(const uint8_t* in, const HPlan& plan,
-                                            uint8_t* out, int64_t out_w) {
-  const int steps = kSteps > 0 ? kSteps : plan.steps;
-  const __m256i shuf = PixelShuffle<kC>();
-  const __m256i half = _mm256_set1_epi32(kHalf);
-  const __m256i second = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
-  const int32_t* src = plan.src.data();
-  const uint8_t* in_tail = plan.in_tail.data();
-  const uint8_t* tail = plan.tail.data();
-  const int64_t tail_from = plan.tail_from;
-  const __m256i* k = reinterpret_cast<const __m256i*>(plan.k.data());
-  auto at = [&](int64_t d) { return in_tail[d] ? tail + (src[d] - tail_from) : in + src[d]; };
-  // Two outputs per step share the reduction: [a.low + a.high | b.low + b.high].
-  int64_t d = 0;
-  for (; d + 1 < out_w; d += 2, k += 4 * steps) {
-    __m256i ah, al, bh, bl;
-    AccumulateTaps<kC, kSteps>(at(d), k, steps, shuf, &ah, &al);
-    AccumulateTaps<kC, kSteps>(at(d + 1), k + 2 * steps, steps, shuf, &bh, &bl);
-    const __m256i h = _mm256_add_epi32(_mm256_permute2x128_si256(ah, bh, 0x20),
-                                       _mm256_permute2x128_si256(ah, bh, 0x31));
-    const __m256i l = _mm256_add_epi32(_mm256_permute2x128_si256(al, bl, 0x20),
-                                       _mm256_permute2x128_si256(al, bl, 0x31));
-    __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), half);
-    sum = _mm256_srai_epi32(sum, kPrecisionBits);
-    sum = _mm256_packus_epi16(_mm256_packs_epi32(sum, sum), sum);  // a in dword 0, b in 4
-    const uint64_t ab = static_cast<uint64_t>(
-        _mm_cvtsi128_si64(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(sum, second))));
-    const uint32_t pa = static_cast<uint32_t>(ab), pb = static_cast<uint32_t>(ab >> 32);
-    // For 3 channels a 4-byte store spills one byte into the next pixel, rewritten next.
-    std::memcpy(out + d * kC, &pa, 4);
-    if (kC == 4 || d + 2 < out_w) {
-      std::memcpy(out + (d + 1) * kC, &pb, 4);
-    } else {
-      std::memcpy(out + (d + 1) * kC, &pb, kC);
+  for (int q = 0; 2 * q < pairs; ++q) {
+    const __m256i px = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + 4 * q * kC))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + 4 * q * kC)), 1);
+    const __m256i a = _mm256_shuffle_epi8(px, m01);
+    h = _mm256_add_epi32(h, _mm256_madd_epi16(a, _mm256_set1_epi32(k[4 * q])));
+    l = _mm256_add_epi32(l, _mm256_madd_epi16(a, _mm256_set1_epi32(k[4 * q + 1])));
+    if (2 * q + 1 < pairs) {
+      const __m256i b = _mm256_shuffle_epi8(px, m23);
+      h = _mm256_add_epi32(h, _mm256_madd_epi16(b, _mm256_set1_epi32(k[4 * q + 2])));
+      l = _mm256_add_epi32(l, _mm256_madd_epi16(b, _mm256_set1_epi32(k[4 * q + 3])));
     }
   }
-  if (d < out_w) {
-    __m256i ah, al;
-    AccumulateTaps<kC, kSteps>(at(d), k, steps, shuf, &ah, &al);
-    const __m128i h =
-        _mm_add_epi32(_mm256_castsi256_si128(ah), _mm256_extracti128_si256(ah, 1));
-    const __m128i l =
-        _mm_add_epi32(_mm256_castsi256_si128(al), _mm256_extracti128_si256(al, 1));
-    __m128i sum = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(h, 11), l), _mm_set1_epi32(kHalf));
-    sum = _mm_srai_epi32(sum, kPrecisionBits);
-    sum = _mm_packus_epi16(_mm_packs_epi32(sum, sum), sum);
-    const uint32_t px = static_cast<uint32_t>(_mm_cvtsi128_si32(sum));
-    std::memcpy(out + d * kC, &px, kC);
+  return Finish(h, l);
+}
+
+// out0 (and out1 when not null) from the padded rows in0 and in1.
+template <int kC, int kPairs>
+SLUICE_TARGET_AVX2 void HorizontalRowsU8Avx2(const uint8_t* in0, const uint8_t* in1,
+                                             const HPlan& plan, uint8_t* out0, uint8_t* out1,
+                                             int64_t out_w) {
+  const int pairs = kPairs > 0 ? kPairs : plan.pairs;
+  const __m256i m01 = PairShuffle<kC>(0), m23 = PairShuffle<kC>(2);
+  // Four [R, G, B, X] pixels -> 12 packed RGB bytes (and 4 bytes to be overwritten).
+  const __m256i compact =
+      kC == 3 ? _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1,
+                                 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1)
+              : _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2,
+                                 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const int32_t* src = plan.src.data();
+  const int32_t* k = plan.k.data();
+#define SLUICE_PIXEL(d) \
+  OutputPixel<kC, kPairs>(in0 + src[d], in1 + src[d], k + (d) * pairs * 2, pairs, m01, m23)
+  int64_t d = 0;
+  // Full 16-byte stores while they stay inside the row (3 channels: 4 bytes spill into
+  // the next outputs, which are written after).
+  for (; d + (kC == 3 ? 6 : 4) <= out_w; d += 4) {
+    const __m256i v = PackPixels(SLUICE_PIXEL(d), SLUICE_PIXEL(d + 1), SLUICE_PIXEL(d + 2),
+                                 SLUICE_PIXEL(d + 3), compact);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out0 + d * kC), _mm256_castsi256_si128(v));
+    if (out1 != nullptr) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out1 + d * kC), _mm256_extracti128_si256(v, 1));
+    }
   }
+  for (; d < out_w; d += 4) {
+    const int64_t m = std::min<int64_t>(4, out_w - d);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i v = PackPixels(SLUICE_PIXEL(d), m > 1 ? SLUICE_PIXEL(d + 1) : zero,
+                                 m > 2 ? SLUICE_PIXEL(d + 2) : zero,
+                                 m > 3 ? SLUICE_PIXEL(d + 3) : zero, compact);
+    alignas(32) uint8_t buf[32];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(buf), v);
+    std::memcpy(out0 + d * kC, buf, m * kC);
+    if (out1 != nullptr) std::memcpy(out1 + d * kC, buf + 16, m * kC);
+  }
+#undef SLUICE_PIXEL
 }
 
 template <int kC>
-void HorizontalRowU8Simd(const uint8_t* in, HPlan& plan, uint8_t* out, int64_t out_w) {
-  if (plan.tail_from < plan.row_bytes) {
-    std::memcpy(plan.tail.data(), in + plan.tail_from, plan.row_bytes - plan.tail_from);
+void HorizontalRowsU8Simd(const uint8_t* in0, const uint8_t* in1, HPlan& plan, uint8_t* out0,
+                          uint8_t* out1, int64_t out_w) {
+  const uint8_t* r0 = plan.row[0].data();
+  std::memcpy(plan.row[0].data(), in0, plan.row_bytes);
+  const uint8_t* r1 = r0;
+  if (in1 != nullptr) {
+    std::memcpy(plan.row[1].data(), in1, plan.row_bytes);
+    r1 = plan.row[1].data();
   }
-  switch (plan.steps) {
-    case 1: HorizontalRowU8Avx2<kC, 1>(in, plan, out, out_w); break;
-    case 2: HorizontalRowU8Avx2<kC, 2>(in, plan, out, out_w); break;
-    default: HorizontalRowU8Avx2<kC, 0>(in, plan, out, out_w); break;
+  switch (plan.pairs) {
+    case 1: HorizontalRowsU8Avx2<kC, 1>(r0, r1, plan, out0, out1, out_w); break;
+    case 2: HorizontalRowsU8Avx2<kC, 2>(r0, r1, plan, out0, out1, out_w); break;
+    case 3: HorizontalRowsU8Avx2<kC, 3>(r0, r1, plan, out0, out1, out_w); break;
+    case 4: HorizontalRowsU8Avx2<kC, 4>(r0, r1, plan, out0, out1, out_w); break;
+    default: HorizontalRowsU8Avx2<kC, 0>(r0, r1, plan, out0, out1, out_w); break;
   }
 }
 
-// Any channel count: 32 bytes per step, four 8-lane accumulators.
-SLUICE_TARGET_AVX2
-void VerticalRowU8Avx2(const uint8_t* const* rows, int n, const int32_t* k, uint8_t* out,
-                       int64_t len) {
-  const __m256i half = _mm256_set1_epi32(kHalf);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  int64_t j = 0;
-  for (; j + 32 <= len; j += 32) {
-    __m256i a0 = half, a1 = half, a2 = half, a3 = half;
-    for (int t = 0; t < n; ++t) {
-      const uint8_t* p = rows[t] + j;
-      const __m256i kv = _mm256_set1_epi32(k[t]);
-      a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                                                       reinterpret_cast<const __m128i*>(p))),
-                                                   kv));
-      a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                                                       reinterpret_cast<const __m128i*>(p + 8))),
-                                                   kv));
-      a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                                                       reinterpret_cast<const __m128i*>(p + 16))),
-                                                   kv));
-      a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                                                       reinterpret_cast<const __m128i*>(p + 24))),
-                                                   kv));
+// The vertical pass, any channel count, exact like the horizontal one: bytes of rows
+// (t, t+1) interleaved into 16-bit pairs, one pmaddwd per weight half and pair. The
+// unpacks and packs are both within 128-bit lanes, so bytes come back in order.
+// 32 bytes per step; an odd last tap is paired with itself under a zero weight. The
+// halves' sums are merged per pair, (h << 11) + l, which keeps four accumulators.
+template <int kPairs>
+SLUICE_TARGET_AVX2 void VerticalRowsU8Avx2(const uint8_t* const* rows, int pairs,
+                                           const int32_t* kh, const int32_t* kl, uint8_t* out,
+                                           int64_t len) {
+  if constexpr (kPairs > 0) pairs = kPairs;
+  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(kHalf);
+  for (int64_t x = 0; x + 32 <= len; x += 32) {
+    __m256i acc[4] = {half, half, half, half};
+#pragma GCC unroll 4
+    for (int j = 0; j < pairs; ++j) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2 * j] + x));
+      const __m256i b =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2 * j + 1] + x));
+      const __m256i wh = _mm256_set1_epi32(kh[j]), wl = _mm256_set1_epi32(kl[j]);
+      const __m256i ab[2] = {_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b)};
+      for (int i = 0; i < 4; ++i) {
+        const __m256i v = (i % 2 == 0) ? _mm256_unpacklo_epi8(ab[i / 2], zero)
+                                       : _mm256_unpackhi_epi8(ab[i / 2], zero);
+        acc[i] = _mm256_add_epi32(
+            acc[i], _mm256_add_epi32(_mm256_slli_epi32(_mm256_madd_epi16(v, wh), 11),
+                                     _mm256_madd_epi16(v, wl)));
+      }
     }
-    a0 = _mm256_srai_epi32(a0, kPrecisionBits);
-    a1 = _mm256_srai_epi32(a1, kPrecisionBits);
-    a2 = _mm256_srai_epi32(a2, kPrecisionBits);
-    a3 = _mm256_srai_epi32(a3, kPrecisionBits);
-    const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(a0, a1), _mm256_packs_epi32(a2, a3));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
-                        _mm256_permutevar8x32_epi32(b, order));
+    for (__m256i& v : acc) v = _mm256_srai_epi32(v, kPrecisionBits);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + x),
+                        _mm256_packus_epi16(_mm256_packs_epi32(acc[0], acc[1]),
+                                            _mm256_packs_epi32(acc[2], acc[3])));
   }
-  VerticalRowU8(rows, n, k, out, j, len);
+}
+
+void VerticalRowU8Simd(const uint8_t* const* rows, int n, const int32_t* k, uint8_t* out,
+                       int64_t len) {
+  constexpr int kMaxPairs = 64;
+  const int pairs = (n + 1) / 2;
+  int64_t done = 0;
+  if (pairs <= kMaxPairs) {
+    int32_t kh[kMaxPairs], kl[kMaxPairs];  // (k_t | k_t+1 << 16) of each 11-bit half
+    const uint8_t* r[2 * kMaxPairs];
+    for (int j = 0; j < pairs; ++j) {
+      const bool second = 2 * j + 1 < n;
+      const uint32_t a = static_cast<uint32_t>(k[2 * j]);
+      const uint32_t b = second ? static_cast<uint32_t>(k[2 * j + 1]) : 0;
+      kh[j] = static_cast<int32_t>((a >> 11) | ((b >> 11) << 16));
+      kl[j] = static_cast<int32_t>((a & 2047) | ((b & 2047) << 16));
+      r[2 * j] = rows[2 * j];
+      r[2 * j + 1] = second ? rows[2 * j + 1] : rows[2 * j];
+    }
+    switch (pairs) {
+      case 1: VerticalRowsU8Avx2<1>(r, pairs, kh, kl, out, len); break;
+      case 2: VerticalRowsU8Avx2<2>(r, pairs, kh, kl, out, len); break;
+      case 3: VerticalRowsU8Avx2<3>(r, pairs, kh, kl, out, len); break;
+      default: VerticalRowsU8Avx2<0>(r, pairs, kh, kl, out, len); break;
+    }
+    done = len / 32 * 32;
+  }
+  VerticalRowU8(rows, n, k, out, done, len);
 }
 
 #endif  // SLUICE_IMAGE_AVX2
@@ -610,37 +671,42 @@ void ResizeBilinearU8(const uint8_t* src, int64_t src_row_stride, int64_t channe
     ToFixedPoint(s.v.weights, &s.vw);
   }
   const int64_t row_len = out_width * c;
-  auto hrow = [&](const uint8_t* in, uint8_t* out) {
+  auto hrows = [&](const uint8_t* in0, const uint8_t* in1, uint8_t* out0, uint8_t* out1) {
 #ifdef SLUICE_IMAGE_AVX2
     if (simd_h) {
       if (c == 3) {
-        HorizontalRowU8Simd<3>(in, s.plan, out, out_width);
+        HorizontalRowsU8Simd<3>(in0, in1, s.plan, out0, out1, out_width);
       } else {
-        HorizontalRowU8Simd<4>(in, s.plan, out, out_width);
+        HorizontalRowsU8Simd<4>(in0, in1, s.plan, out0, out1, out_width);
       }
       return;
     }
 #endif
-    switch (c) {
-      case 1: HorizontalRowU8<1>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-      case 2: HorizontalRowU8<2>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-      case 3: HorizontalRowU8<3>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-      case 4: HorizontalRowU8<4>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-      default: HorizontalRowU8<0>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+    for (int r = 0; r < 2; ++r) {
+      const uint8_t* in = r == 0 ? in0 : in1;
+      uint8_t* out = r == 0 ? out0 : out1;
+      if (in == nullptr) break;
+      switch (c) {
+        case 1: HorizontalRowU8<1>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+        case 2: HorizontalRowU8<2>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+        case 3: HorizontalRowU8<3>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+        case 4: HorizontalRowU8<4>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+        default: HorizontalRowU8<0>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+      }
     }
   };
   auto vrow = [&](const uint8_t* const* rows, int n, int64_t y, uint8_t* out) {
     const int32_t* k = s.vw.data() + s.v.offset[y];
 #ifdef SLUICE_IMAGE_AVX2
     if (simd) {
-      VerticalRowU8Avx2(rows, n, k, out, row_len);
+      VerticalRowU8Simd(rows, n, k, out, row_len);
       return;
     }
 #endif
     VerticalRowU8(rows, n, k, out, 0, row_len);
   };
-  Separable<uint8_t>(base, src_row_stride, row_len, out_height, need_h,
-                     need_v ? &s.v : nullptr, hrow, vrow, &s.ring, &s.rows, dst);
+  Separable<uint8_t>(base, src_row_stride, window.height, row_len, out_height, need_h,
+                     need_v ? &s.v : nullptr, hrows, vrow, &s.ring, &s.rows, dst);
 }
 
 void ResizeBilinearF32(const float* src, int64_t src_row_stride, int64_t channels,
@@ -674,11 +740,15 @@ void ResizeBilinearF32(const float* src, int64_t src_row_stride, int64_t channel
       default: HorizontalRowF32<0>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
     }
   };
+  auto hrows = [&](const float* in0, const float* in1, float* out0, float* out1) {
+    hrow(in0, out0);
+    if (in1 != nullptr) hrow(in1, out1);
+  };
   auto vrow = [&](const float* const* rows, int n, int64_t y, float* out) {
     VerticalRowF32(rows, n, s.vw.data() + s.v.offset[y], out, row_len);
   };
-  Separable<float>(base, src_row_stride, row_len, out_height, need_h, need_v ? &s.v : nullptr,
-                   hrow, vrow, &s.ring, &s.rows, dst);
+  Separable<float>(base, src_row_stride, window.height, row_len, out_height, need_h,
+                   need_v ? &s.v : nullptr, hrows, vrow, &s.ring, &s.rows, dst);
 }
 
 void FlipLeftRight(const uint8_t* src, uint8_t* dst, int64_t height, int64_t width,
