@@ -221,14 +221,16 @@ void VerticalRowU8(const uint8_t* const* rows, int n, const int32_t* k, uint8_t*
 // weight pair leaves [R, G, B, X] partial sums in each lane. Every output gets the same
 // number of pairs (zero weights pad the shorter ones, so the loop never mispredicts), in
 // output order (flip applied); four outputs are packed to bytes and stored together.
-// The loads read up to 15 bytes past an output's last tap, so each row is first copied
-// into a zero-padded buffer (a few dozen cycles against ~200 for checks per output).
+// The loads read up to 15 bytes past an output's last tap (bytes that only meet zero
+// weights). A row is read in place when those bytes are still inside the window's memory
+// (the next rows), and otherwise first copied into a padded buffer.
 struct HPlan {
   int pairs = 0;             // tap pairs per output
   std::vector<int32_t> src;  // byte offset of each output's first tap in the row
   std::vector<int32_t> k;    // [out][pair][hi, lo]: (w_t | w_t+1 << 16) of each half
   int64_t row_bytes = 0;
-  std::vector<uint8_t> row[2];  // padded copies of the two rows
+  int64_t reach = 0;            // bytes from a row's start that the loads may read
+  std::vector<uint8_t> row[2];  // padded copies, for rows read past the window's end
 };
 
 void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t channels,
@@ -236,7 +238,7 @@ void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t chan
   const int pairs = (f.max_count + 1) / 2;
   plan->pairs = pairs;
   plan->src.resize(out_w);
-  plan->k.assign(out_w * pairs * 2, 0);
+  plan->k.resize(out_w * pairs * 2);
   plan->row_bytes = in_w * channels;
   // One 16-byte load serves two pairs (four pixels).
   const int64_t reach = 4 * ((pairs + 1) / 2 - 1) * channels + 16;  // bytes the loads read
@@ -247,6 +249,7 @@ void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t chan
     plan->src[d] = static_cast<int32_t>(off);
     end = std::max(end, off + reach);
     int32_t* k = plan->k.data() + d * pairs * 2;
+    std::fill(k, k + pairs * 2, 0);
     for (int t = 0; t < f.count[x]; ++t) {
       const uint32_t v = static_cast<uint32_t>(w[f.offset[x] + t]);
       const int shift = 16 * (t % 2);
@@ -254,7 +257,11 @@ void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t chan
       k[(t / 2) * 2 + 1] |= static_cast<int32_t>((v & 2047) << shift);
     }
   }
-  for (auto& r : plan->row) r.assign(end, 0);
+  plan->reach = end;
+  // Bytes past row_bytes only meet zero weights: whatever an earlier row left there does.
+  for (auto& r : plan->row) {
+    if (static_cast<int64_t>(r.size()) < end) r.resize(end);
+  }
 }
 
 // pshufb masks: the 16-bit [R_a, R_b, G_a, G_b, B_a, B_b, X_a, X_b] of pixels (a, b) =
@@ -354,16 +361,17 @@ SLUICE_TARGET_AVX2 void HorizontalRowsU8Avx2(const uint8_t* in0, const uint8_t* 
 #undef SLUICE_PIXEL
 }
 
+// `limit`: one past the last byte of the window's memory (its last row's end).
 template <int kC>
-void HorizontalRowsU8Simd(const uint8_t* in0, const uint8_t* in1, HPlan& plan, uint8_t* out0,
-                          uint8_t* out1, int64_t out_w) {
-  const uint8_t* r0 = plan.row[0].data();
-  std::memcpy(plan.row[0].data(), in0, plan.row_bytes);
-  const uint8_t* r1 = r0;
-  if (in1 != nullptr) {
-    std::memcpy(plan.row[1].data(), in1, plan.row_bytes);
-    r1 = plan.row[1].data();
-  }
+void HorizontalRowsU8Simd(const uint8_t* in0, const uint8_t* in1, const uint8_t* limit,
+                          HPlan& plan, uint8_t* out0, uint8_t* out1, int64_t out_w) {
+  auto readable = [&](const uint8_t* in, int i) {
+    if (in + plan.reach <= limit) return in;
+    std::memcpy(plan.row[i].data(), in, plan.row_bytes);
+    return static_cast<const uint8_t*>(plan.row[i].data());
+  };
+  const uint8_t* r0 = readable(in0, 0);
+  const uint8_t* r1 = in1 != nullptr ? readable(in1, 1) : r0;
   switch (plan.pairs) {
     case 1: HorizontalRowsU8Avx2<kC, 1>(r0, r1, plan, out0, out1, out_w); break;
     case 2: HorizontalRowsU8Avx2<kC, 2>(r0, r1, plan, out0, out1, out_w); break;
@@ -671,13 +679,15 @@ void ResizeBilinearU8(const uint8_t* src, int64_t src_row_stride, int64_t channe
     ToFixedPoint(s.v.weights, &s.vw);
   }
   const int64_t row_len = out_width * c;
+  [[maybe_unused]] const uint8_t* limit =
+      base + (window.height - 1) * src_row_stride + window.width * c;
   auto hrows = [&](const uint8_t* in0, const uint8_t* in1, uint8_t* out0, uint8_t* out1) {
 #ifdef SLUICE_IMAGE_AVX2
     if (simd_h) {
       if (c == 3) {
-        HorizontalRowsU8Simd<3>(in0, in1, s.plan, out0, out1, out_width);
+        HorizontalRowsU8Simd<3>(in0, in1, limit, s.plan, out0, out1, out_width);
       } else {
-        HorizontalRowsU8Simd<4>(in0, in1, s.plan, out0, out1, out_width);
+        HorizontalRowsU8Simd<4>(in0, in1, limit, s.plan, out0, out1, out_width);
       }
       return;
     }
