@@ -168,6 +168,35 @@ TEST(Crc32cTest, KnownValues) {
   EXPECT_EQ(crc32c::Extend(crc32c::Value("1234", 4), "56789", 5), 0xe3069283u);
 }
 
+// Against the definition, one bit at a time, on lengths around every path's edges (the
+// three-stream blocks of 3 x 256 and 3 x 8192 bytes, the 8-byte tail), at odd offsets,
+// and chained through Extend at random split points.
+TEST(Crc32cTest, LongInputsMatchBitwiseDefinition) {
+  auto bitwise = [](const uint8_t* p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; ++i) {
+      c ^= p[i];
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+    }
+    return ~c;
+  };
+  Rng rng(3);
+  std::vector<uint8_t> data(3 * 3 * 8192 + 4096);
+  for (uint8_t& b : data) b = static_cast<uint8_t>(rng.Next32());
+  std::vector<size_t> lengths = {0, 7, 8, 767, 768, 769, 3 * 256 + 8, 24575, 24576, 24577,
+                                 2 * 24576 + 3 * 256 + 13, data.size() - 5};
+  for (int i = 0; i < 30; ++i) lengths.push_back(rng.UniformInt(data.size() - 5));
+  for (size_t n : lengths) {
+    const size_t off = n % 5;
+    const uint8_t* p = data.data() + off;
+    const uint32_t want = bitwise(p, n);
+    EXPECT_EQ(crc32c::Value(p, n), want) << n << " bytes at offset " << off;
+    const size_t cut = n == 0 ? 0 : rng.UniformInt(n + 1);
+    EXPECT_EQ(crc32c::Extend(crc32c::Value(p, cut), p + cut, n - cut), want)
+        << n << " bytes cut at " << cut;
+  }
+}
+
 TEST(CodingTest, ElementRoundTripAndCorruption) {
   Element e({Tensor::FromVector<float>({1.5f, 2.5f}), Tensor::FromStrings({"x", "yz"}),
              Tensor::Scalar<int64_t>(-7)},
