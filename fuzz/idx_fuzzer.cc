@@ -15,8 +15,11 @@
 
 namespace {
 
-// Rows read per input at most (a header may announce 2^32 empty rows).
-constexpr int64_t kMaxRows = 1 << 14;
+// Rows read per input at most, before and after the checkpoint (a header may announce
+// 2^32 empty rows). Rows past the first few take no new paths; at 16,384 the fuzzer
+// spent ~100 ms on an input with many rows and ran ~1 input/s over its seeds, against
+// ~400/s at 256.
+constexpr int64_t kMaxRows = 256;
 
 const std::string& TempPath() {
   static const std::string* path = [] {
