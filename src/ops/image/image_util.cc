@@ -323,7 +323,7 @@ SLUICE_TARGET_AVX2 inline __m256i OutputPixel(const uint8_t* p0, const uint8_t* 
   return Finish(h, l);
 }
 
-// out0 (and out1 when not null) from the padded rows in0 and in1.
+// out0 (and out1 when not null) from rows in0 and in1, each readable for plan.reach bytes.
 template <int kC, int kPairs>
 SLUICE_TARGET_AVX2 void HorizontalRowsU8Avx2(const uint8_t* in0, const uint8_t* in1,
                                              const HPlan& plan, uint8_t* out0, uint8_t* out1,
