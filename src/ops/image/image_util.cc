@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -101,8 +102,8 @@ inline uint8_t Clip8(int32_t acc) {
 // The separable driver. hrows(in0, in1, out0, out1) resamples source rows horizontally,
 // two at a time (in1 and out1 are null for a single row; hrows is unused when the width
 // does not change); vrow(rows, n, y, out_row) combines n rows into output row y. Rows the
-// vertical filter needs are resampled once, into a ring of max-taps + 1 rows (the extra
-// slot holds a row resampled one ahead as the second of a pair). Both ends of PIL's
+// vertical filter needs are resampled once, into a ring of at least max-taps + 1 rows (the
+// extra slot holds a row resampled one ahead as the second of a pair). Both ends of PIL's
 // filter windows only move forward with y, so rows in the ring are never needed again
 // once overwritten.
 template <typename T, typename HRows, typename VRow>
@@ -123,10 +124,12 @@ void Separable(const T* base, int64_t stride, int64_t in_h, int64_t row_len, int
     }
     return;
   }
-  const int64_t slots = vf->max_count + 1;
+  // A power of two, so a row's slot is a mask, not a division (~30 cycles each).
+  const int64_t slots =
+      static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(vf->max_count) + 1));
   if (need_h) ring->resize(slots * row_len);
   rows->resize(slots);
-  auto slot = [&](int64_t r) { return ring->data() + (r % slots) * row_len; };
+  auto slot = [&](int64_t r) { return ring->data() + (r & (slots - 1)) * row_len; };
   int64_t next = 0;  // source rows below this one are resampled (or never needed)
   for (int64_t y = 0; y < out_h; ++y) {
     const int64_t s = vf->start[y];
@@ -143,11 +146,7 @@ void Separable(const T* base, int64_t stride, int64_t in_h, int64_t row_len, int
         }
       }
       next = std::max(next, r);
-      // One division per output row, not one per tap (an idiv is ~30 cycles).
-      int64_t k = s % slots;
-      for (int t = 0; t < n; ++t, k = k + 1 == slots ? 0 : k + 1) {
-        (*rows)[t] = ring->data() + k * row_len;
-      }
+      for (int t = 0; t < n; ++t) (*rows)[t] = slot(s + t);
     } else {
       for (int t = 0; t < n; ++t) (*rows)[t] = base + (s + t) * stride;
     }
