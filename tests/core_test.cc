@@ -183,8 +183,18 @@ TEST(Crc32cTest, LongInputsMatchBitwiseDefinition) {
   Rng rng(3);
   std::vector<uint8_t> data(3 * 3 * 8192 + 4096);
   for (uint8_t& b : data) b = static_cast<uint8_t>(rng.Next32());
-  std::vector<size_t> lengths = {0, 7, 8, 767, 768, 769, 3 * 256 + 8, 24575, 24576, 24577,
-                                 2 * 24576 + 3 * 256 + 13, data.size() - 5};
+  std::vector<size_t> lengths = {0,
+                                 7,
+                                 8,
+                                 767,
+                                 768,
+                                 769,
+                                 3 * 256 + 8,
+                                 24575,
+                                 24576,
+                                 24577,
+                                 2 * 24576 + 3 * 256 + 13,
+                                 data.size() - 5};
   for (int i = 0; i < 30; ++i) lengths.push_back(rng.UniformInt(data.size() - 5));
   for (size_t n : lengths) {
     const size_t off = n % 5;

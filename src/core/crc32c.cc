@@ -107,8 +107,9 @@ __attribute__((target("sse4.2"))) uint64_t Crc64(uint64_t c, const uint8_t* p) {
 }
 
 // Three streams over blocks of `block` bytes while at least three remain.
-__attribute__((target("sse4.2"))) uint64_t ThreeWay(uint64_t c, const uint8_t** p, size_t* n,
-                                                    size_t block, const ZerosTable& zeros) {
+__attribute__((target("sse4.2"))) uint64_t ThreeWay(uint64_t c, const uint8_t** p,
+                                                    size_t* n, size_t block,
+                                                    const ZerosTable& zeros) {
   while (*n >= 3 * block) {
     const uint8_t* q = *p;
     const uint8_t* end = q + block;
@@ -126,7 +127,8 @@ __attribute__((target("sse4.2"))) uint64_t ThreeWay(uint64_t c, const uint8_t** 
   return c;
 }
 
-__attribute__((target("sse4.2"))) uint32_t ExtendHw(uint32_t crc, const uint8_t* p, size_t n) {
+__attribute__((target("sse4.2"))) uint32_t ExtendHw(uint32_t crc, const uint8_t* p,
+                                                    size_t n) {
   static const ZerosTable kLongZeros(kLong), kShortZeros(kShort);
   uint64_t c = static_cast<uint32_t>(~crc);
   c = ThreeWay(c, &p, &n, kLong, kLongZeros);

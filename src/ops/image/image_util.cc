@@ -102,20 +102,20 @@ inline uint8_t Clip8(int32_t acc) {
 // The separable driver. hrows(in0, in1, out0, out1) resamples source rows horizontally,
 // two at a time (in1 and out1 are null for a single row; hrows is unused when the width
 // does not change); vrow(rows, n, y, out_row) combines n rows into output row y. Rows the
-// vertical filter needs are resampled once, into a ring of at least max-taps + 1 rows (the
-// extra slot holds a row resampled one ahead as the second of a pair). Both ends of PIL's
-// filter windows only move forward with y, so rows in the ring are never needed again
-// once overwritten.
+// vertical filter needs are resampled once, into a ring of at least max-taps + 1 rows
+// (the extra slot holds a row resampled one ahead as the second of a pair). Both ends of
+// PIL's filter windows only move forward with y, so rows in the ring are never needed
+// again once overwritten.
 template <typename T, typename HRows, typename VRow>
-void Separable(const T* base, int64_t stride, int64_t in_h, int64_t row_len, int64_t out_h,
-               bool need_h, const AxisFilter* vf, HRows&& hrows, VRow&& vrow,
-               std::vector<T>* ring, std::vector<const T*>* rows, T* dst) {
+void Separable(const T* base, int64_t stride, int64_t in_h, int64_t row_len,
+               int64_t out_h, bool need_h, const AxisFilter* vf, HRows&& hrows,
+               VRow&& vrow, std::vector<T>* ring, std::vector<const T*>* rows, T* dst) {
   if (vf == nullptr) {  // in_h == out_h
     for (int64_t y = 0; y < out_h; y += 2) {
       const bool two = y + 1 < out_h;
       if (need_h) {
-        hrows(base + y * stride, two ? base + (y + 1) * stride : nullptr, dst + y * row_len,
-              two ? dst + (y + 1) * row_len : nullptr);
+        hrows(base + y * stride, two ? base + (y + 1) * stride : nullptr,
+              dst + y * row_len, two ? dst + (y + 1) * row_len : nullptr);
         continue;
       }
       for (int64_t r = y; r < y + (two ? 2 : 1); ++r) {
@@ -211,11 +211,11 @@ void VerticalRowU8(const uint8_t* const* rows, int n, const int32_t* k, uint8_t*
 // ---- uint8, AVX2 ----
 #ifdef SLUICE_IMAGE_AVX2
 
-// The horizontal pass for 3 or 4 channels, two rows at a time, exact in 16-bit multiplies.
-// PIL's products p * k (8-bit pixel, 22-bit weight) need 30 bits; with k = kh * 2^11 + kl
-// (both < 2^11), sum(p * k) = (sum(p * kh) << 11) + sum(p * kl), and each sum is a chain
-// of pmaddwd (16 x 16 -> 32-bit, adjacent pairs added): the exact integer PIL computes,
-// with no 32-bit multiply and no widened copy of the row.
+// The horizontal pass for 3 or 4 channels, two rows at a time, exact in 16-bit
+// multiplies. PIL's products p * k (8-bit pixel, 22-bit weight) need 30 bits; with
+// k = kh * 2^11 + kl (both < 2^11), sum(p * k) = (sum(p * kh) << 11) + sum(p * kl), and
+// each sum is a chain of pmaddwd (16 x 16 -> 32-bit, adjacent pairs added): the exact
+// integer PIL computes, with no 32-bit multiply and no widened copy of the row.
 //
 // The low 128-bit lane works on the first row and the high lane on the second, so the two
 // rows share every weight and shuffle and nothing crosses lanes until the store. For one
@@ -244,7 +244,8 @@ void BuildHPlan(const AxisFilter& f, const std::vector<int32_t>& w, int64_t chan
   plan->k.resize(out_w * pairs * 2);
   plan->row_bytes = in_w * channels;
   // One 16-byte load serves two pairs (four pixels).
-  const int64_t reach = 4 * ((pairs + 1) / 2 - 1) * channels + 16;  // bytes the loads read
+  const int64_t reach =
+      4 * ((pairs + 1) / 2 - 1) * channels + 16;  // bytes the loads read
   int64_t end = plan->row_bytes;
   for (int64_t d = 0; d < out_w; ++d) {
     const int64_t x = flip ? out_w - 1 - d : d;
@@ -286,8 +287,8 @@ SLUICE_TARGET_AVX2 inline __m256i PairShuffle(int first) {
 
 // (sum(p * kh) << 11) + sum(p * kl), rounded and shifted as PIL does.
 SLUICE_TARGET_AVX2 inline __m256i Finish(__m256i h, __m256i l) {
-  const __m256i sum =
-      _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), _mm256_set1_epi32(kHalf));
+  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l),
+                                       _mm256_set1_epi32(kHalf));
   return _mm256_srai_epi32(sum, kPrecisionBits);
 }
 
@@ -308,7 +309,8 @@ SLUICE_TARGET_AVX2 inline __m256i OutputPixel(const uint8_t* p0, const uint8_t* 
 #pragma GCC unroll 4
   for (int q = 0; 2 * q < pairs; ++q) {
     const __m256i px = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + 4 * q * kC))),
+        _mm256_castsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + 4 * q * kC))),
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + 4 * q * kC)), 1);
     const __m256i a = _mm256_shuffle_epi8(px, m01);
     h = _mm256_add_epi32(h, _mm256_madd_epi16(a, _mm256_set1_epi32(k[4 * q])));
@@ -322,32 +324,35 @@ SLUICE_TARGET_AVX2 inline __m256i OutputPixel(const uint8_t* p0, const uint8_t* 
   return Finish(h, l);
 }
 
-// out0 (and out1 when not null) from rows in0 and in1, each readable for plan.reach bytes.
+// out0 (and out1 when not null) from rows in0 and in1, each readable for plan.reach
+// bytes.
 template <int kC, int kPairs>
 SLUICE_TARGET_AVX2 void HorizontalRowsU8Avx2(const uint8_t* in0, const uint8_t* in1,
-                                             const HPlan& plan, uint8_t* out0, uint8_t* out1,
-                                             int64_t out_w) {
+                                             const HPlan& plan, uint8_t* out0,
+                                             uint8_t* out1, int64_t out_w) {
   const int pairs = kPairs > 0 ? kPairs : plan.pairs;
   const __m256i m01 = PairShuffle<kC>(0), m23 = PairShuffle<kC>(2);
   // Four [R, G, B, X] pixels -> 12 packed RGB bytes (and 4 bytes to be overwritten).
   const __m256i compact =
-      kC == 3 ? _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1,
-                                 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1)
-              : _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2,
-                                 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      kC == 3 ? _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
+                                 0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1)
+              : _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0,
+                                 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const int32_t* src = plan.src.data();
   const int32_t* k = plan.k.data();
 #define SLUICE_PIXEL(d) \
-  OutputPixel<kC, kPairs>(in0 + src[d], in1 + src[d], k + (d) * pairs * 2, pairs, m01, m23)
+  OutputPixel<kC, kPairs>(in0 + src[d], in1 + src[d], k + (d)*pairs * 2, pairs, m01, m23)
   int64_t d = 0;
   // Full 16-byte stores while they stay inside the row (3 channels: 4 bytes spill into
   // the next outputs, which are written after).
   for (; d + (kC == 3 ? 6 : 4) <= out_w; d += 4) {
-    const __m256i v = PackPixels(SLUICE_PIXEL(d), SLUICE_PIXEL(d + 1), SLUICE_PIXEL(d + 2),
-                                 SLUICE_PIXEL(d + 3), compact);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out0 + d * kC), _mm256_castsi256_si128(v));
+    const __m256i v = PackPixels(SLUICE_PIXEL(d), SLUICE_PIXEL(d + 1),
+                                 SLUICE_PIXEL(d + 2), SLUICE_PIXEL(d + 3), compact);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out0 + d * kC),
+                     _mm256_castsi256_si128(v));
     if (out1 != nullptr) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out1 + d * kC), _mm256_extracti128_si256(v, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out1 + d * kC),
+                       _mm256_extracti128_si256(v, 1));
     }
   }
   for (; d < out_w; d += 4) {
@@ -376,11 +381,21 @@ void HorizontalRowsU8Simd(const uint8_t* in0, const uint8_t* in1, const uint8_t*
   const uint8_t* r0 = readable(in0, 0);
   const uint8_t* r1 = in1 != nullptr ? readable(in1, 1) : r0;
   switch (plan.pairs) {
-    case 1: HorizontalRowsU8Avx2<kC, 1>(r0, r1, plan, out0, out1, out_w); break;
-    case 2: HorizontalRowsU8Avx2<kC, 2>(r0, r1, plan, out0, out1, out_w); break;
-    case 3: HorizontalRowsU8Avx2<kC, 3>(r0, r1, plan, out0, out1, out_w); break;
-    case 4: HorizontalRowsU8Avx2<kC, 4>(r0, r1, plan, out0, out1, out_w); break;
-    default: HorizontalRowsU8Avx2<kC, 0>(r0, r1, plan, out0, out1, out_w); break;
+    case 1:
+      HorizontalRowsU8Avx2<kC, 1>(r0, r1, plan, out0, out1, out_w);
+      break;
+    case 2:
+      HorizontalRowsU8Avx2<kC, 2>(r0, r1, plan, out0, out1, out_w);
+      break;
+    case 3:
+      HorizontalRowsU8Avx2<kC, 3>(r0, r1, plan, out0, out1, out_w);
+      break;
+    case 4:
+      HorizontalRowsU8Avx2<kC, 4>(r0, r1, plan, out0, out1, out_w);
+      break;
+    default:
+      HorizontalRowsU8Avx2<kC, 0>(r0, r1, plan, out0, out1, out_w);
+      break;
   }
 }
 
@@ -391,15 +406,16 @@ void HorizontalRowsU8Simd(const uint8_t* in0, const uint8_t* in1, const uint8_t*
 // halves' sums are merged per pair, (h << 11) + l, which keeps four accumulators.
 template <int kPairs>
 SLUICE_TARGET_AVX2 void VerticalRowsU8Avx2(const uint8_t* const* rows, int pairs,
-                                           const int32_t* kh, const int32_t* kl, uint8_t* out,
-                                           int64_t len) {
+                                           const int32_t* kh, const int32_t* kl,
+                                           uint8_t* out, int64_t len) {
   if constexpr (kPairs > 0) pairs = kPairs;
   const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(kHalf);
   for (int64_t x = 0; x + 32 <= len; x += 32) {
     __m256i acc[4] = {half, half, half, half};
 #pragma GCC unroll 4
     for (int j = 0; j < pairs; ++j) {
-      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2 * j] + x));
+      const __m256i a =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2 * j] + x));
       const __m256i b =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[2 * j + 1] + x));
       const __m256i wh = _mm256_set1_epi32(kh[j]), wl = _mm256_set1_epi32(kl[j]);
@@ -437,10 +453,18 @@ void VerticalRowU8Simd(const uint8_t* const* rows, int n, const int32_t* k, uint
       r[2 * j + 1] = second ? rows[2 * j + 1] : rows[2 * j];
     }
     switch (pairs) {
-      case 1: VerticalRowsU8Avx2<1>(r, pairs, kh, kl, out, len); break;
-      case 2: VerticalRowsU8Avx2<2>(r, pairs, kh, kl, out, len); break;
-      case 3: VerticalRowsU8Avx2<3>(r, pairs, kh, kl, out, len); break;
-      default: VerticalRowsU8Avx2<0>(r, pairs, kh, kl, out, len); break;
+      case 1:
+        VerticalRowsU8Avx2<1>(r, pairs, kh, kl, out, len);
+        break;
+      case 2:
+        VerticalRowsU8Avx2<2>(r, pairs, kh, kl, out, len);
+        break;
+      case 3:
+        VerticalRowsU8Avx2<3>(r, pairs, kh, kl, out, len);
+        break;
+      default:
+        VerticalRowsU8Avx2<0>(r, pairs, kh, kl, out, len);
+        break;
     }
     done = len / 32 * 32;
   }
@@ -700,11 +724,21 @@ void ResizeBilinearU8(const uint8_t* src, int64_t src_row_stride, int64_t channe
       uint8_t* out = r == 0 ? out0 : out1;
       if (in == nullptr) break;
       switch (c) {
-        case 1: HorizontalRowU8<1>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-        case 2: HorizontalRowU8<2>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-        case 3: HorizontalRowU8<3>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-        case 4: HorizontalRowU8<4>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
-        default: HorizontalRowU8<0>(in, c, s.h, s.hw.data(), out, out_width, flip); break;
+        case 1:
+          HorizontalRowU8<1>(in, c, s.h, s.hw.data(), out, out_width, flip);
+          break;
+        case 2:
+          HorizontalRowU8<2>(in, c, s.h, s.hw.data(), out, out_width, flip);
+          break;
+        case 3:
+          HorizontalRowU8<3>(in, c, s.h, s.hw.data(), out, out_width, flip);
+          break;
+        case 4:
+          HorizontalRowU8<4>(in, c, s.h, s.hw.data(), out, out_width, flip);
+          break;
+        default:
+          HorizontalRowU8<0>(in, c, s.h, s.hw.data(), out, out_width, flip);
+          break;
       }
     }
   };
