@@ -186,9 +186,18 @@ TEST(Autotune, RaisesParallelismOfACpuHeavyMapFromOne) {
     EXPECT_LE(SumParallelism((*it)->TunedParameters()), 4);
   }
   EXPECT_GE(p, 2) << "the tuner did not raise the parallelism";
-  // The live op honours the knob (its stats gauge follows).
-  const PipelineStats s = (*it)->Snapshot();
-  EXPECT_EQ(s.nodes[0].parallelism, Value((*it)->TunedParameters(), "ParallelMap", "parallelism"));
+  // The live op honours the knob: its stats gauge follows, once the op has applied the
+  // new value (asynchronously, as it runs; the tuner may also move the knob again
+  // meanwhile, so each check compares against the knob's current value).
+  int64_t gauge = -1, knob = -2;
+  while (steady_clock::now() < deadline) {
+    gauge = (*it)->Snapshot().nodes[0].parallelism;
+    knob = Value((*it)->TunedParameters(), "ParallelMap", "parallelism");
+    if (gauge == knob) break;
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value());
+  }
+  EXPECT_EQ(gauge, knob) << "the op's parallelism gauge never followed the knob";
 }
 
 TEST(Autotune, OffKeepsTheCpuBudget) {
@@ -247,7 +256,9 @@ TEST(Autotune, TunedParametersListTheKnobs) {
   for (const TunedParameter& p : ps) {
     EXPECT_GE(p.value, p.min);
     EXPECT_LE(p.value, p.max);
-    if (p.name == "parallelism") EXPECT_EQ(p.max, 2);
+    if (p.name == "parallelism") {
+      EXPECT_EQ(p.max, 2);
+    }
   }
   // Every element still arrives (the interleave runs with one active worker).
   int64_t rows = 0;
