@@ -218,25 +218,45 @@ struct FeatureView {
   bool canonical = false;
 };
 
-bool ScanFeature(std::string_view body, bool canonical, FeatureView* out) {
-  *out = FeatureView();
-  out->canonical = canonical;
+// Calls on_field(field, bytes) for each length-delimited field numbered 1..max_field of a
+// message, in order, skipping every other field (unknown fields included).
+template <typename OnField>
+bool ForEachLenField(std::string_view body, uint32_t max_field, bool canonical,
+                     const OnField& on_field) {
   WireReader r(body);
   while (!r.done()) {
     uint32_t field, type;
+    std::string_view value;
     if (!r.Tag(&field, &type)) return false;
-    if (field > 3 || type != kLenWire) {
+    if (field > max_field || type != kLenWire) {
       if (!r.Skip(field, type, canonical)) return false;
-      continue;
+    } else if (!r.Bytes(&value) || !on_field(field, value)) {
+      return false;
     }
+  }
+  return true;
+}
+
+// Calls on_value(bytes) for each element of a repeated message field 1 (map entries,
+// FeatureList steps).
+template <typename OnValue>
+bool ForEachField1(std::string_view body, bool canonical, const OnValue& on_value) {
+  return ForEachLenField(body, 1, canonical,
+                         [&](uint32_t, std::string_view v) { return on_value(v); });
+}
+
+bool ScanFeature(std::string_view body, bool canonical, FeatureView* out) {
+  *out = FeatureView();
+  out->canonical = canonical;
+  return ForEachLenField(body, 3, canonical, [&](uint32_t field, std::string_view list) {
     // A second list would replace or merge into the first (oneof): protobuf's call.
-    if (out->kind != Feature::KIND_NOT_SET || !r.Bytes(&out->list)) return false;
+    if (out->kind != Feature::KIND_NOT_SET) return false;
+    out->list = list;
     out->kind = field == 1   ? Feature::kBytesList
                 : field == 2 ? Feature::kFloatList
                              : Feature::kInt64List;
-    if (!ReadList(out->kind, out->list, canonical, &out->count)) return false;
-  }
-  return true;
+    return ReadList(out->kind, out->list, canonical, &out->count);
+  });
 }
 
 // Copies a scanned Feature's values into dst's flat storage from element `offset` on
@@ -246,22 +266,19 @@ void CopyValues(const FeatureView& f, Tensor* dst, int64_t offset) {
   if (f.kind != Feature::KIND_NOT_SET) ReadList(f.kind, f.list, f.canonical, &n, dst, offset);
 }
 
-// Calls on_value(bytes) for each length-delimited field 1 of a message (a repeated
-// message field: map entries, FeatureList steps), skipping its other fields.
-template <typename OnValue>
-bool ForEachField1(std::string_view body, bool canonical, const OnValue& on_value) {
-  WireReader r(body);
-  while (!r.done()) {
-    uint32_t field, type;
-    std::string_view value;
-    if (!r.Tag(&field, &type)) return false;
-    if (field != 1 || type != kLenWire) {
-      if (!r.Skip(field, type, canonical)) return false;
-    } else if (!r.Bytes(&value) || !on_value(value)) {
-      return false;
-    }
-  }
-  return true;
+// The fields of a message made of length-delimited fields numbered 1..N, each at most
+// once (Example: features; SequenceExample: context, feature_lists; a map entry: key,
+// value). Fields not present stay empty.
+template <size_t N>
+bool ScanFields(std::string_view body, bool canonical,
+                std::array<std::string_view, N>* fields) {
+  std::array<bool, N> seen{};
+  return ForEachLenField(body, N, canonical, [&](uint32_t field, std::string_view v) {
+    if (seen[field - 1]) return false;
+    seen[field - 1] = true;
+    (*fields)[field - 1] = v;
+    return true;
+  });
 }
 
 // Scans a message whose map<string, V> is field 1 (Features.feature,
@@ -271,20 +288,9 @@ bool ForEachField1(std::string_view body, bool canonical, const OnValue& on_valu
 template <typename OnEntry>
 bool ScanMap(std::string_view body, bool canonical, const OnEntry& on_entry) {
   return ForEachField1(body, canonical, [&](std::string_view entry) {
-    std::string_view key, value;
-    bool has_key = false, has_value = false;
-    WireReader r(entry);
-    while (!r.done()) {
-      uint32_t field, type;
-      if (!r.Tag(&field, &type)) return false;
-      if (field > 2 || type != kLenWire) {
-        if (!r.Skip(field, type, canonical)) return false;
-        continue;
-      }
-      bool& seen = field == 1 ? has_key : has_value;
-      if (seen || !r.Bytes(field == 1 ? &key : &value)) return false;
-      seen = true;
-    }
+    std::array<std::string_view, 2> kv;  // key, value
+    if (!ScanFields(entry, canonical, &kv)) return false;
+    const std::string_view key = kv[0], value = kv[1];
     if (!canonical) {
       for (char c : key) {
         if (static_cast<unsigned char>(c) >= 0x80) return false;
@@ -333,26 +339,6 @@ bool ScanFeatures(std::string_view body, bool canonical, FeaturesView* out) {
                    return ScanFeature(value, canonical, &f);
                  }) &&
          (canonical || !HasDuplicateKeys(out->features));
-}
-
-// The fields of a message made of submessages numbered 1..N, each at most once
-// (Example: features; SequenceExample: context, feature_lists).
-template <size_t N>
-bool ScanFields(std::string_view body, bool canonical,
-                std::array<std::string_view, N>* fields) {
-  std::array<bool, N> seen{};
-  WireReader r(body);
-  while (!r.done()) {
-    uint32_t field, type;
-    if (!r.Tag(&field, &type)) return false;
-    if (field > N || type != kLenWire) {
-      if (!r.Skip(field, type, canonical)) return false;
-      continue;
-    }
-    if (seen[field - 1] || !r.Bytes(&(*fields)[field - 1])) return false;
-    seen[field - 1] = true;
-  }
-  return true;
 }
 
 bool ScanExample(std::string_view bytes, bool canonical, FeaturesView* view) {
