@@ -253,5 +253,44 @@ TEST(SpecTest, ErrorsNameTheFileAndThePlace) {
                   StatusCode::kInvalidArgument, {"Range"});
 }
 
+// A typo is never ignored: attributes the op or kernel does not declare are errors naming
+// the closest valid name (the registry's OpDefs, src/graph/op_def.h).
+TEST(SpecTest, MisspelledAttributesAreErrorsNamingTheValidName) {
+  ExpectSpecError(R"({"dataset": [{"op": "Range", "attrs": {"stop": 10}},
+                                  {"op": "Batch", "attrs": {"batch_size": 3,
+                                                            "drop_reminder": true}}]})",
+                  StatusCode::kInvalidArgument,
+                  {"dataset[1]", "Batch: unknown attribute 'drop_reminder'",
+                   "did you mean 'drop_remainder'?"});
+  // Repeat with "cont" ran forever before.
+  ExpectSpecError(R"({"dataset": [{"op": "Range", "attrs": {"stop": 10}},
+                                  {"op": "Repeat", "attrs": {"cont": 2}}]})",
+                  StatusCode::kInvalidArgument, {"unknown attribute 'cont'", "'count'"});
+  ExpectSpecError(R"({"dataset": [{"op": "Range", "attrs": {"stop": 3}},
+                                  {"op": "Map", "function": {"kernel": "normalize",
+                                      "attrs": {"mean": 0, "std": 1, "layuot": "HWC"}}}]})",
+                  StatusCode::kInvalidArgument,
+                  {"kernel normalize: unknown attribute 'layuot'", "did you mean 'layout'?"});
+}
+
+// Range errors say what is wrong with the value (they read "unknown attribute type 'an'" and
+// "'finite'" when the loader guessed types from error messages).
+TEST(SpecTest, AttributeValueErrorsSayWhatIsWrong) {
+  ExpectSpecError(R"({"dataset": [{"op": "FromTensors", "attrs": {"components": [
+                                      {"dtype": "uint8", "shape": [1, 1, 3], "values": [0, 0, 0]}]}},
+                                  {"op": "Map", "function": {"kernel": "resize",
+                                      "attrs": {"size": [0, 5]}}}]})",
+                  StatusCode::kInvalidArgument,
+                  {"attribute 'size' must be an int or [height, width]", "got [0, 5]"});
+  ExpectSpecError(R"({"dataset": [{"op": "Range", "attrs": {"stop": 3}},
+                                  {"op": "Map", "function": {"kernel": "normalize",
+                                      "attrs": {"mean": 0, "std": 1, "scale": "x"}}}]})",
+                  StatusCode::kInvalidArgument,
+                  {"normalize", "attribute 'scale' (float)", "expected a number"});
+  ExpectSpecError(R"({"dataset": [{"op": "Range", "attrs": {"stop": 3}},
+                                  {"op": "Batch", "attrs": {"batch_size": [2]}}]})",
+                  StatusCode::kInvalidArgument, {"attribute 'batch_size' (int)", "expected an integer"});
+}
+
 }  // namespace
 }  // namespace sluice

@@ -85,14 +85,20 @@ Result<IteratorPtr> NonReplayableRange::MakeIteratorInternal(
 Dataset NonReplayable(int64_t n, bool vary) {
   static std::once_flag once;
   std::call_once(once, [] {
-    Status s = Registry::Global().RegisterOp(
-        "NonReplayableRange", [](OpArgs args) -> Result<DatasetPtr> {
+    Registry::Global().RegisterOp(
+        OpDef("NonReplayableRange")
+            .Summary("A test source whose replay differs.")
+            .Inputs(0)
+            .Attr("n", AttrType::kInt, "Elements.")
+            .Attr("vary", AttrType::kBool, "Whether each iterator differs.")
+            .Traits({.source = true}),
+        [](OpArgs args) -> Result<DatasetPtr> {
           int64_t n = std::get<int64_t>(args.attrs.at("n"));
           bool vary = std::get<bool>(args.attrs.at("vary"));
           return DatasetPtr(
               std::make_shared<NonReplayableRange>(std::move(args), n, vary));
         });
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(Registry::Global().status().ok()) << Registry::Global().status();
   });
   return Dataset::FromOp("NonReplayableRange", {{"n", n}, {"vary", vary}});
 }

@@ -16,6 +16,8 @@ void AddDatagenCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
 // sluice spec show|fingerprint|export <file.json> (tools/spec_command.cc)
 void AddSpecCommand(CLI::App& app, int* exit_code);
+// sluice ops [NAME] [--json|--markdown] [--all] (tools/ops_command.cc)
+void AddOpsCommand(CLI::App& app, int* exit_code);
 
 }  // namespace sluice
 

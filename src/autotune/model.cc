@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "graph/registry.h"
+
 namespace sluice {
 namespace {
 constexpr double kSoftMaxQ = 8;
@@ -43,7 +45,8 @@ Model Model::Build(const PipelineStats& stats, const std::vector<KnobState>& kno
     n.name = s.name;
     n.parent = s.parent;
     n.async = s.async;
-    n.interleave = s.name == "ParallelInterleave";
+    const OpDef* def = Registry::Global().FindOp(s.name);
+    n.interleave = def != nullptr && def->traits().async && def->traits().interleave;
     n.ready = s.elements_produced > 0;
     n.work = static_cast<double>(s.cpu_ns) * per_root;
     n.wall = static_cast<double>(s.wall_ns) * per_root;

@@ -1,6 +1,6 @@
 #include "graph/registry.h"
 
-#include <mutex>
+#include <cstdio>
 
 namespace sluice {
 
@@ -8,43 +8,66 @@ Registry& Registry::Global() {
   static Registry* registry = [] {
     auto* r = new Registry();
     RegisterBuiltins(r);
+    if (!r->status().ok()) {
+      std::fprintf(stderr, "sluice: registering the builtin ops failed: %s\n",
+                   r->status().ToString().c_str());
+    }
     return r;
   }();
   return *registry;
 }
 
-Status Registry::RegisterOp(std::string name, OpFactory factory) {
-  if (ops_.count(name)) return AlreadyExistsError("op '" + name + "' is already registered");
-  ops_.emplace(std::move(name), std::move(factory));
-  return Status::OK();
+void Registry::RegisterOp(OpDef def, OpFactory factory) {
+  std::string name = def.name();
+  Status s = name.empty() ? InvalidArgumentError("an op is registered without a name")
+             : ops_.count(name) || kernels_.count(name)
+                 ? AlreadyExistsError("op '" + name + "' is already registered")
+                 : Status::OK();
+  if (!s.ok()) {
+    if (status_.ok()) status_ = s;
+    return;
+  }
+  ops_.emplace(std::move(name), OpEntry{std::move(def), std::move(factory)});
 }
 
-Status Registry::RegisterKernel(std::string name, KernelFactory factory) {
-  if (kernels_.count(name)) {
-    return AlreadyExistsError("kernel '" + name + "' is already registered");
+void Registry::RegisterKernel(KernelDef def, KernelFactory factory) {
+  std::string name = def.name();
+  Status s = name.empty() ? InvalidArgumentError("a kernel is registered without a name")
+             : kernels_.count(name) || ops_.count(name)
+                 ? AlreadyExistsError("kernel '" + name + "' is already registered")
+                 : Status::OK();
+  if (!s.ok()) {
+    if (status_.ok()) status_ = s;
+    return;
   }
-  kernels_.emplace(std::move(name), std::move(factory));
-  return Status::OK();
+  kernels_.emplace(std::move(name), KernelEntry{std::move(def), std::move(factory)});
 }
 
 namespace {
 template <typename Map>
-std::string KnownNames(const Map& m) {
-  std::string s;
-  for (const auto& [k, v] : m) {
-    if (!s.empty()) s += ", ";
-    s += k;
+Status Unknown(std::string_view what, std::string_view name, const Map& m) {
+  std::vector<std::string_view> names;
+  for (const auto& [k, v] : m) names.push_back(k);
+  std::string shown(name.substr(0, 64));
+  if (name.size() > 64) shown += "...";
+  std::string msg = "unknown " + std::string(what) + " '" + shown + "'";
+  const std::string close = ClosestName(name, names);
+  if (!close.empty()) {
+    msg += "; did you mean '" + close + "'?";
+  } else {
+    msg += "; known " + std::string(what) + "s:";
+    for (size_t i = 0; i < names.size(); ++i) msg += (i ? ", " : " ") + std::string(names[i]);
   }
-  return s;
+  return NotFoundError(msg);
 }
 }  // namespace
 
 Result<DatasetPtr> Registry::CreateOp(std::string_view name, OpArgs args) const {
+  SLUICE_RETURN_IF_ERROR(status_);
   auto it = ops_.find(name);
-  if (it == ops_.end()) {
-    return NotFoundError("unknown op '" + std::string(name) + "'; known ops: " + KnownNames(ops_));
-  }
-  auto r = it->second(std::move(args));
+  if (it == ops_.end()) return Unknown("op", name, ops_);
+  SLUICE_RETURN_IF_ERROR(it->second.def.Validate(args));
+  auto r = it->second.factory(std::move(args));
   if (!r.ok()) {
     if (r.status().message().rfind(std::string(name), 0) == 0) return r.status();
     return r.status().WithContext(std::string(name));
@@ -53,14 +76,23 @@ Result<DatasetPtr> Registry::CreateOp(std::string_view name, OpArgs args) const 
 }
 
 Result<Function> Registry::CreateKernel(std::string_view name, const AttrMap& attrs) const {
+  SLUICE_RETURN_IF_ERROR(status_);
   auto it = kernels_.find(name);
-  if (it == kernels_.end()) {
-    return NotFoundError("unknown kernel '" + std::string(name) +
-                         "'; known kernels: " + KnownNames(kernels_));
-  }
-  auto r = it->second(attrs);
+  if (it == kernels_.end()) return Unknown("kernel", name, kernels_);
+  SLUICE_RETURN_IF_ERROR(it->second.def.Validate(attrs));
+  auto r = it->second.factory(attrs);
   if (!r.ok()) return r.status().WithContext("kernel " + std::string(name));
   return r;
+}
+
+const OpDef* Registry::FindOp(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second.def;
+}
+
+const KernelDef* Registry::FindKernel(std::string_view name) const {
+  auto it = kernels_.find(name);
+  return it == kernels_.end() ? nullptr : &it->second.def;
 }
 
 std::vector<std::string> Registry::OpNames() const {
@@ -73,6 +105,10 @@ std::vector<std::string> Registry::KernelNames() const {
   std::vector<std::string> v;
   for (const auto& [k, f] : kernels_) v.push_back(k);
   return v;
+}
+
+const OpDef* FindOpDef(const DatasetNode& node) {
+  return Registry::Global().FindOp(node.op());
 }
 
 }  // namespace sluice

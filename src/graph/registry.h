@@ -1,7 +1,17 @@
-// Registry: op name -> dataset node factory, kernel name -> function factory.
+// Registry: op name -> (OpDef, dataset node factory), kernel name -> (KernelDef, function
+// factory).
 //
 // Registration is explicit (Arrow compute/registry_internal.h style): RegisterBuiltins()
 // calls one RegisterXxx(Registry*) per op or kernel family. No static initializers.
+// Every op and kernel registers with its definition (graph/op_def.h); CreateOp and
+// CreateKernel validate the parts against it before the factory runs, so factories see
+// only declared attributes of the declared types, the declared number of inputs and
+// functions of the declared kinds.
+//
+// Registering a name twice (or an op and a kernel under one name) is an error at startup:
+// the registry keeps the first error in status(), Global() reports it on stderr, and every
+// later CreateOp/CreateKernel returns it, so a duplicate builtin breaks every pipeline
+// (and the registry test) instead of silently keeping one of the two.
 //
 // Thread-safety: Global() registers the builtins exactly once; lookups are thread-safe
 // after that. Registering while others look up is not supported.
@@ -15,6 +25,7 @@
 #include <vector>
 
 #include "graph/dataset_node.h"
+#include "graph/op_def.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -27,24 +38,44 @@ class Registry {
   // The process-wide registry with all builtins registered.
   static Registry& Global();
 
-  // AlreadyExists when the name is taken.
-  Status RegisterOp(std::string name, OpFactory factory);
-  Status RegisterKernel(std::string name, KernelFactory factory);
+  // A taken name (AlreadyExists) or an empty one is remembered in status().
+  void RegisterOp(OpDef def, OpFactory factory);
+  void RegisterKernel(KernelDef def, KernelFactory factory);
+  // OK, or the first registration error.
+  const Status& status() const { return status_; }
 
-  // NotFound (listing close names) when unknown; otherwise the factory's result.
+  // NotFound (naming the closest name) when unknown; InvalidArgument when the parts do
+  // not match the definition; otherwise the factory's result.
   Result<DatasetPtr> CreateOp(std::string_view name, OpArgs args) const;
   Result<Function> CreateKernel(std::string_view name, const AttrMap& attrs) const;
+
+  // Definitions; null when unknown.
+  const OpDef* FindOp(std::string_view name) const;
+  const KernelDef* FindKernel(std::string_view name) const;
 
   std::vector<std::string> OpNames() const;
   std::vector<std::string> KernelNames() const;
 
  private:
-  std::map<std::string, OpFactory, std::less<>> ops_;
-  std::map<std::string, KernelFactory, std::less<>> kernels_;
+  struct OpEntry {
+    OpDef def;
+    OpFactory factory;
+  };
+  struct KernelEntry {
+    KernelDef def;
+    KernelFactory factory;
+  };
+  std::map<std::string, OpEntry, std::less<>> ops_;
+  std::map<std::string, KernelEntry, std::less<>> kernels_;
+  Status status_;
 };
 
 // Registers every builtin op and kernel (src/ops/builtins.cc).
 void RegisterBuiltins(Registry* registry);
+
+// The definition of a node's op in the global registry, or null for an op that is not
+// registered there (only tests register private ops).
+const OpDef* FindOpDef(const DatasetNode& node);
 
 }  // namespace sluice
 

@@ -2,14 +2,12 @@
 //
 // Attribute values are typed from their JSON form (bool, integer, float, string, lists of
 // these), or explicitly ({"dtype": "int64"}, {"shape": [null, 3]}, {"tensor": {...}}, ...).
-// When an op or kernel rejects an attribute because it expects another type (attr.h's
-// GetAttr reports "attribute 'x' must be <type>"), the value the user wrote is converted to
-// that type when it can be (a string to a dtype, a list of ints to a shape or to floats,
-// ...) and the node is built again: the op's own attribute types drive the inference.
+// An attribute the op or kernel declares (graph/op_def.h) is converted to its declared
+// type when it can be (a string to a dtype, a list of ints to a shape or to floats, ...);
+// an undeclared one is an error naming the closest valid name.
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -300,45 +298,33 @@ Result<AttrValue> InferAttr(const Json& j) {
   return InvalidArgumentError("cannot type the attribute value " + j.dump());
 }
 
-// Builds with attributes typed from JSON; on "attribute 'x' must be <type>" converts the
-// user's value for x to <type> and tries again.
-template <typename T, typename Build>
-Result<T> BuildWithInference(const Json& raw_attrs, AttrMap attrs, Build&& build) {
-  static const std::regex kMismatch("attribute '([^']+)' must be ([a-z()]+)");
-  for (size_t attempt = 0;; ++attempt) {
-    Result<T> r = build(attrs);
-    if (r.ok() || r.status().code() != StatusCode::kInvalidArgument ||
-        attempt > raw_attrs.size()) {
-      return r;
-    }
-    const std::string msg(r.status().message());
-    std::smatch m;
-    if (!std::regex_search(msg, m, kMismatch)) return r;
-    const std::string name = m[1], type = m[2];
-    if (!raw_attrs.is_object() || !raw_attrs.contains(name) ||
-        raw_attrs[name].is_object()) {  // explicitly typed: the user's word stands
-      return r;
-    }
-    auto converted = ConvertTo(raw_attrs[name], type);
-    if (!converted.ok()) {
-      return converted.status().WithContext("attribute '" + name + "' (expected " + type + ")");
-    }
-    attrs[name] = std::move(converted).value();
-  }
-}
-
-Result<AttrMap> ParseAttrs(const Json& j) {
+// Attributes typed by the op's or kernel's declared types (graph/op_def.h): the user's
+// JSON value is converted to the declared type (a string to a dtype, a list of ints to a
+// shape or to floats, ...). Explicitly typed values ({"dtype": ...}), attributes of type
+// "any" and undeclared names (which the registry then refuses, naming the closest valid
+// one) are typed from their JSON form.
+Result<AttrMap> ParseAttrs(const Json& j, const std::vector<AttrDef>& defs) {
   AttrMap attrs;
   if (j.is_null()) return attrs;
-  if (!j.is_object()) return InvalidArgumentError("\"attrs\" must be an object, got " + j.dump());
+  if (!j.is_object()) return InvalidArgumentError("\"attrs\" must be an object");
   for (const auto& [name, value] : j.items()) {
     if (name == "seed" && value.is_null()) {
       // Drawn like the Dataset API's unseeded ops (the global seed, when set, decides).
       attrs[name] = static_cast<int64_t>(ResolveSeed(std::nullopt));
       continue;
     }
-    auto v = InferAttr(value);
-    if (!v.ok()) return v.status().WithContext("attribute '" + name + "'");
+    const AttrDef* def = nullptr;
+    for (const AttrDef& d : defs) {
+      if (d.name == name) def = &d;
+    }
+    Result<AttrValue> v = def != nullptr && def->type != AttrType::kAny && !value.is_object()
+                              ? ConvertTo(value, AttrTypeName(def->type))
+                              : InferAttr(value);
+    if (!v.ok()) {
+      return v.status().WithContext(
+          "attribute '" + name + "'" +
+          (def != nullptr ? " (" + std::string(AttrTypeName(def->type)) + ")" : ""));
+    }
     attrs[name] = std::move(v).value();
   }
   return attrs;
@@ -356,11 +342,11 @@ Result<Function> ParseFunction(const Json& j) {
     }
   }
   const Json raw = j.value("attrs", Json::object());
-  SLUICE_ASSIGN_OR_RETURN(AttrMap attrs, ParseAttrs(raw));
   const std::string name = j["kernel"].get<std::string>();
-  return BuildWithInference<Function>(raw, std::move(attrs), [&name](const AttrMap& a) {
-    return Function::Kernel(name, a);
-  });
+  const KernelDef* def = Registry::Global().FindKernel(name);
+  auto attrs = ParseAttrs(raw, def ? def->attrs() : std::vector<AttrDef>{});
+  if (!attrs.ok()) return attrs.status().WithContext("kernel " + name);
+  return Function::Kernel(name, *attrs);
 }
 
 class SpecParser {
@@ -467,13 +453,12 @@ class SpecParser {
       functions.push_back(std::move(f).value());
     }
     const Json raw = j.value("attrs", Json::object());
-    auto attrs = ParseAttrs(raw);
+    const OpDef* def = Registry::Global().FindOp(op);
+    auto attrs = ParseAttrs(raw, def ? def->attrs() : std::vector<AttrDef>{});
     if (!attrs.ok()) return attrs.status().WithContext(op);
-    SLUICE_ASSIGN_OR_RETURN(
-        DatasetPtr node,
-        BuildWithInference<DatasetPtr>(raw, std::move(attrs).value(), [&](const AttrMap& a) {
-          return Registry::Global().CreateOp(op, OpArgs{a, inputs, functions});
-        }));
+    SLUICE_ASSIGN_OR_RETURN(DatasetPtr node,
+                            Registry::Global().CreateOp(
+                                op, OpArgs{std::move(attrs).value(), inputs, functions}));
     Dataset ds(std::move(node));
     if (j.contains("name")) {
       if (!j["name"].is_string()) return InvalidArgumentError("\"name\" must be a string");

@@ -122,29 +122,21 @@ int64_t LargerParallelism(int64_t a, int64_t b) {
 }
 
 bool IsAsyncOp(std::string_view op) {
-  return op == "Prefetch" || op == "ParallelMap" || op == "ParallelFilter" ||
-         op == "ParallelBatch" || op == "MapAndBatch" || op == "ParallelInterleave" ||
-         op == "ParallelMapAndFilter";
+  const OpDef* def = Registry::Global().FindOp(op);
+  return def != nullptr && def->traits().async;
 }
 
 namespace {
-// Ops that neither read the iterator context's seed_mix nor make iterators whose
-// randomness depends on it, given inputs that do not.
+// Whether a node neither reads the iterator context's seed_mix nor makes iterators whose
+// randomness depends on it, given inputs that do not (its OpDef's seed_mix trait; an
+// unregistered op or one with a dataset function is assumed to read it).
 bool SeedMixFree(const DatasetNode& n) {
-  static const std::unordered_set<std::string_view> kFree = {
-      "Range", "FromTensors", "FromTensorSlices", "TextLine", "TFRecord",
-      "FixedLengthRecord", "Idx", "ImageFolder", "Map", "ParallelMap", "Filter",
-      "ParallelFilter", "Batch", "ParallelBatch", "MapAndBatch", "PaddedBatch", "Unbatch",
-      "Take", "Skip", "Shard", "Prefetch", "Zip", "Concatenate", "Enumerate", "Cache",
-      "Scan", "Window", "IgnoreErrors", "Repeat", "MapAndFilter", "ParallelMapAndFilter"};
-  if (n.op() == "Shuffle" || n.op() == "ShuffleAndRepeat") {
-    return !BoolAttr(n, "reshuffle_each_iteration", true);
-  }
-  if (n.op() == "ListFiles") return !BoolAttr(n, "shuffle", true);
+  const OpDef* def = FindOpDef(n);
+  if (def == nullptr || def->ReadsSeedMix(n.attrs())) return false;
   for (const Function& f : n.functions()) {
     if (f.kind() == Function::Kind::kDataset) return false;
   }
-  return kFree.count(n.op()) > 0;
+  return true;
 }
 }  // namespace
 

@@ -41,6 +41,15 @@ Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& att
   return a;
 }
 
+OpDef WithParallelAttrs(OpDef def) {
+  return def
+      .Attr("num_parallel_calls", AttrType::kInt, kAutotune,
+            "Calls running at once, > 0, or AUTOTUNE (-1) to let sluice choose.")
+      .Attr("deterministic", AttrType::kInt, int64_t{-1},
+            "1: keep the input order; 0: yield elements as they are ready; -1: the "
+            "pipeline's Options.deterministic.");
+}
+
 int64_t StaticElementBytes(const ElementSpec& spec) {
   if (spec.unknown) return -1;
   // Past 2^62 bytes (a spec no element can fill; an IDX file of 0 rows may declare one)

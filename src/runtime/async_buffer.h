@@ -53,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "graph/op_def.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 
@@ -238,6 +239,8 @@ struct ParallelAttrs {
 };
 // Reads "num_parallel_calls" (> 0 or kAutotune) and "deterministic" (-1, 0, 1) for `op`.
 Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& attrs);
+// `def` with the attributes GetParallelAttrs reads declared.
+OpDef WithParallelAttrs(OpDef def);
 // The exact bytes of every element of `spec` when it is fully shaped and numeric and at
 // most 2^62 bytes, else -1.
 int64_t StaticElementBytes(const ElementSpec& spec);

@@ -108,3 +108,12 @@ def test_cancel_then_next_raises():
     with pytest.raises(sluice.CancelledError):
         for _ in range(100):
             next(it)
+
+
+def test_misspelled_kernel_attribute_names_the_valid_one():
+    # It was accepted and ignored: layout stayed CHW.
+    with pytest.raises(sluice.InvalidArgumentError,
+                       match=r"unknown attribute 'layuot'; did you mean 'layout'\?"):
+        sluice.kernel("normalize", mean=[0.5], std=[0.5], layuot="HWC")
+    with pytest.raises(sluice.NotFoundError, match=r"did you mean 'normalize'\?"):
+        sluice.kernel("normalise", mean=[0.5], std=[0.5])

@@ -142,8 +142,25 @@ Result<Tensor> DecodeAny(const std::string& data, Codec codec, const DecodeConfi
       data.empty() ? "empty input" : "unknown image format (neither JPEG nor PNG)");
 }
 
-void RegisterDecoder(Registry* r, const std::string& name, Codec codec) {
-  r->RegisterKernel(name, [name, codec](const AttrMap& attrs) -> Result<Function> {
+// The attributes ReadDecodeConfig reads.
+KernelDef DecodeDef(std::string name, std::string summary, bool has_dct) {
+  KernelDef d = KernelDef(std::move(name))
+                    .Summary(std::move(summary))
+                    .Attr("component", AttrType::kInt, int64_t{0},
+                          "The component holding the encoded image (a string scalar).")
+                    .Attr("channels", AttrType::kInt, int64_t{3}, "1 (grey) or 3 (RGB).");
+  if (has_dct) {
+    d.Attr("dct_method", AttrType::kString, std::string("INTEGER_ACCURATE"),
+           "\"INTEGER_ACCURATE\" or \"INTEGER_FAST\" (JPEG's inverse DCT).");
+  }
+  return d;
+}
+
+void RegisterDecoder(Registry* r, const std::string& name, Codec codec,
+                     const std::string& summary) {
+  r->RegisterKernel(
+      DecodeDef(name, summary, codec != Codec::kPng).Traits({.skippable = true}),
+      [name, codec](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(DecodeConfig c,
                              ReadDecodeConfig(attrs, name, codec != Codec::kPng));
      return Function::MakeKernel(
@@ -156,7 +173,7 @@ void RegisterDecoder(Registry* r, const std::string& name, Codec codec) {
            return e;
          },
          {.is_random = false, .skippable = true}, DecodedSpec(c, -1, -1));
-   }).IgnoreError();
+   });
 }
 
 // ---- decode_and_random_crop ----
@@ -307,7 +324,23 @@ Result<Tensor> DecodeAndRandomCrop(const std::string& data, const RandomCropConf
 }
 
 void RegisterDecodeAndRandomCrop(Registry* r) {
-  r->RegisterKernel(kRandomCrop, [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      DecodeDef(kRandomCrop,
+                "Decodes only a random window of a JPEG (RandomResizedCrop's window) and "
+                "resizes it; other formats are decoded whole first.",
+                true)
+          .Attr("size", AttrType::kAny, std::vector<int64_t>{224, 224},
+                "Output size: n (square) or [height, width], sides in [1, 65536].")
+          .Attr("scale", AttrType::kFloatList, std::vector<double>{0.08, 1.0},
+                "[min, max] fraction of the image's area, in (0, 1].")
+          .Attr("ratio", AttrType::kFloatList, std::vector<double>{0.75, 4.0 / 3.0},
+                "[min, max] aspect ratio (width / height).")
+          .Attr("antialias", AttrType::kBool, true,
+                "Widen the filter when downscaling (PIL's and torchvision's).")
+          .Attr("dct_scaling", AttrType::kBool, true,
+                "Let libjpeg scale by n/8 while decoding when the window shrinks a lot.")
+          .Traits({.is_random = true, .skippable = true}),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(RandomCropConfig c, ReadRandomCropConfig(attrs));
      return Function::MakeKernel(
          kRandomCrop, attrs,
@@ -319,15 +352,16 @@ void RegisterDecodeAndRandomCrop(Registry* r) {
            return e;
          },
          {.is_random = true, .skippable = true}, DecodedSpec(c.decode, c.out_h, c.out_w));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace
 
 void RegisterImageDecodeKernels(Registry* r) {
-  RegisterDecoder(r, "decode_jpeg", Codec::kJpeg);
-  RegisterDecoder(r, "decode_png", Codec::kPng);
-  RegisterDecoder(r, "decode_image", Codec::kAny);
+  RegisterDecoder(r, "decode_jpeg", Codec::kJpeg, "Decodes a JPEG into uint8 [h, w, channels].");
+  RegisterDecoder(r, "decode_png", Codec::kPng, "Decodes a PNG into uint8 [h, w, channels].");
+  RegisterDecoder(r, "decode_image", Codec::kAny,
+                  "Decodes a JPEG or a PNG (by its signature) into uint8 [h, w, channels].");
   RegisterDecodeAndRandomCrop(r);
 }
 

@@ -590,13 +590,62 @@ Result<Function> MakeToFloat(const AttrMap& attrs) {
 }  // namespace
 
 void RegisterImageKernels(Registry* r) {
-  r->RegisterKernel("resize", MakeResize).IgnoreError();
-  r->RegisterKernel("random_resized_crop", MakeRandomResizedCrop).IgnoreError();
-  r->RegisterKernel("center_crop", MakeCenterCrop).IgnoreError();
-  r->RegisterKernel("flip_left_right", MakeFlipLeftRight).IgnoreError();
-  r->RegisterKernel("random_flip_left_right", MakeRandomFlipLeftRight).IgnoreError();
-  r->RegisterKernel("normalize", MakeNormalize).IgnoreError();
-  r->RegisterKernel("to_float", MakeToFloat).IgnoreError();
+  auto image = [](std::string name, std::string summary, FunctionTraits traits) {
+    return KernelDef(std::move(name))
+        .Summary(std::move(summary))
+        .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+        .Traits(traits);
+  };
+  const char* kSize = "Output size: n (square) or [height, width], sides in [1, 65536].";
+  const char* kAntialias = "Widen the filter when downscaling (PIL's and torchvision's).";
+  r->RegisterKernel(
+      image("resize", "Resizes an HWC image (bilinear, PIL-exact).", {.skippable = true})
+          .Attr("size", AttrType::kAny, kSize)
+          .Attr("antialias", AttrType::kBool, true, kAntialias),
+      MakeResize);
+  r->RegisterKernel(
+      image("random_resized_crop",
+            "A random window of random area and aspect ratio, resized (torchvision's "
+            "RandomResizedCrop).",
+            {.is_random = true, .skippable = true})
+          .Attr("size", AttrType::kAny, kSize)
+          .Attr("scale", AttrType::kFloatList, std::vector<double>{0.08, 1.0},
+                "[min, max] fraction of the image's area.")
+          .Attr("ratio", AttrType::kFloatList, std::vector<double>{3.0 / 4.0, 4.0 / 3.0},
+                "[min, max] aspect ratio (width / height).")
+          .Attr("antialias", AttrType::kBool, true, kAntialias),
+      MakeRandomResizedCrop);
+  r->RegisterKernel(image("center_crop", "The central window of the given size.",
+                          {.skippable = true})
+                        .Attr("size", AttrType::kAny, kSize),
+                    MakeCenterCrop);
+  r->RegisterKernel(image("flip_left_right", "Mirrors an HWC image horizontally.",
+                          {.skippable = true}),
+                    MakeFlipLeftRight);
+  r->RegisterKernel(image("random_flip_left_right",
+                          "Mirrors an HWC image horizontally with the given probability.",
+                          {.is_random = true, .skippable = true})
+                        .Attr("probability", AttrType::kFloat, 0.5,
+                              "Chance of a flip, in [0, 1]."),
+                    MakeRandomFlipLeftRight);
+  r->RegisterKernel(
+      image("normalize",
+            "(x * scale - mean) / std per channel, as float32, in CHW or HWC layout.",
+            {.skippable = true})
+          .Attr("mean", AttrType::kAny,
+                "A number or a list of numbers: per channel (or one for all).")
+          .Attr("std", AttrType::kAny,
+                "A number or a list of numbers: per channel (or one for all), > 0.")
+          .Attr("layout", AttrType::kString, std::string("CHW"),
+                "\"CHW\" (transposes, as torchvision) or \"HWC\".")
+          .OptionalAttr("scale", AttrType::kFloat,
+                        "Multiplies the input first (default: 1/255 for uint8, else 1)."),
+      MakeNormalize);
+  r->RegisterKernel(
+      image("to_float", "Converts to float32.", {.skippable = true})
+          .OptionalAttr("scale", AttrType::kFloat,
+                        "Multiplies the values (default: 1/255 for uint8, else 1)."),
+      MakeToFloat);
 }
 
 }  // namespace sluice

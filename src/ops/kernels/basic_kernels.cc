@@ -63,15 +63,24 @@ Result<Tensor> CastTensor(const Tensor& in, DType to) {
 }
 
 void RegisterBasicKernels(Registry* r) {
-  r->RegisterKernel("identity", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("identity")
+              .Summary("Returns its element unchanged.")
+              .Traits({.skippable = true, .cheap = true}),
+      [](const AttrMap& attrs) -> Result<Function> {
      return Function::MakeKernel(
          "identity", attrs, [](Element e, FunctionContext&) -> Result<Element> { return e; },
          {.is_random = false, .skippable = true, .cheap = true},
          [](const ElementSpec& in) -> Result<ElementSpec> { return in; });
-   }).IgnoreError();
+   });
 
   // select(indices=[...]): keeps the listed components in that order.
-  r->RegisterKernel("select", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("select")
+              .Summary("Keeps the listed components, in that order.")
+              .Attr("indices", AttrType::kIntList, "Component indices.")
+              .Traits({.skippable = true, .cheap = true}),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(auto idx, GetAttr<std::vector<int64_t>>(attrs, "select", "indices"));
      auto check = [idx](size_t n) -> Status {
        for (int64_t i : idx) {
@@ -107,10 +116,17 @@ void RegisterBasicKernels(Registry* r) {
            if (in.names) out.names = MakeNames(std::move(names));
            return out;
          });
-   }).IgnoreError();
+   });
 
   // cast(dtype=..., components=[...] (default: all numeric components)).
-  r->RegisterKernel("cast", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("cast")
+              .Summary("Converts numeric components to dtype.")
+              .Attr("dtype", AttrType::kDType, "The numeric dtype to convert to.")
+              .Attr("components", AttrType::kIntList, std::vector<int64_t>{},
+                    "Components to convert; empty: every numeric one.")
+              .Traits({.skippable = true}),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(DType to, GetAttr<DType>(attrs, "cast", "dtype"));
      SLUICE_ASSIGN_OR_RETURN(auto comps, GetAttrOr<std::vector<int64_t>>(attrs, "cast", "components", {}));
      if (to == DType::kString || !DTypeIsValid(to)) {
@@ -139,10 +155,15 @@ void RegisterBasicKernels(Registry* r) {
            }
            return out;
          });
-   }).IgnoreError();
+   });
 
   // read_file(component=0): replaces a path (string scalar) by the file's contents.
-  r->RegisterKernel("read_file", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("read_file")
+              .Summary("Replaces a path (string scalar) by the file's contents.")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Traits({.skippable = true}),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, "read_file", "component", 0));
      return Function::MakeKernel(
          "read_file", attrs,
@@ -163,7 +184,7 @@ void RegisterBasicKernels(Registry* r) {
          },
          {.is_random = false, .skippable = true},
          [](const ElementSpec& in) -> Result<ElementSpec> { return in; });
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

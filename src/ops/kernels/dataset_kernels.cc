@@ -15,7 +15,19 @@ namespace {
 
 // kernel `name` -> op `op` with filenames = [the element's file name].
 void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::string& op) {
-  r->RegisterKernel(name, [name, op](const AttrMap& attrs) -> Result<Function> {
+  // The op's attributes, less the file name, which comes from the element.
+  const OpDef* op_def = r->FindOp(op);
+  KernelDef def = KernelDef(name)
+                      .Summary("The " + op + " dataset of the file named by a string "
+                               "component (for interleave and flat_map).")
+                      .Kind(Function::Kind::kDataset)
+                      .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.");
+  if (op_def != nullptr) {
+    for (const AttrDef& a : op_def->attrs()) {
+      if (a.name != "filenames") def.AddAttr(a);
+    }
+  }
+  r->RegisterKernel(std::move(def), [name, op](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, name, "component", 0));
      if (comp < 0) {
        return InvalidArgumentError(name + ": component must be >= 0, got " + std::to_string(comp));
@@ -46,7 +58,7 @@ void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::
            a["filenames"] = std::vector<std::string>{e[comp].flat<std::string>()[0]};
            return Dataset::FromOp(op, std::move(a));
          });
-   }).IgnoreError();
+   });
 }
 
 }  // namespace
@@ -56,17 +68,26 @@ void RegisterDatasetKernels(Registry* r) {
   RegisterFileDatasetKernel(r, "text_line_dataset", "TextLine");
   RegisterFileDatasetKernel(r, "fixed_length_record_dataset", "FixedLengthRecord");
 
-  r->RegisterKernel("from_tensor_slices", [](const AttrMap& attrs) -> Result<Function> {
-     if (!attrs.empty()) return InvalidArgumentError("from_tensor_slices: takes no attributes");
+  r->RegisterKernel(
+      KernelDef("from_tensor_slices")
+          .Summary("The dataset of the element's slices along dimension 0.")
+          .Kind(Function::Kind::kDataset),
+      [](const AttrMap& attrs) -> Result<Function> {
      return Function::MakeKernel(
          "from_tensor_slices", attrs, nullptr, {.is_random = false},
          [](const ElementSpec& in) -> Result<ElementSpec> { return UnbatchedSpec(in); }, nullptr,
          [](Element e, FunctionContext&) -> Result<Dataset> {
            return Dataset::FromTensorSlices(std::move(e));
          });
-   }).IgnoreError();
+   });
 
-  r->RegisterKernel("window_batch", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("window_batch")
+          .Summary("group_by_window's reduce function: the window, batched.")
+          .Kind(Function::Kind::kDataset)
+          .Attr("batch_size", AttrType::kInt, "Elements per batch, >= 1.")
+          .Attr("drop_remainder", AttrType::kBool, false, "Drop a last partial batch."),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(int64_t batch, GetAttr<int64_t>(attrs, "window_batch", "batch_size"));
      SLUICE_ASSIGN_OR_RETURN(bool drop,
                              GetAttrOr<bool>(attrs, "window_batch", "drop_remainder", false));
@@ -83,7 +104,7 @@ void RegisterDatasetKernels(Registry* r) {
            }
            return ctx.window()->Batch(batch, drop);
          });
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -233,8 +233,45 @@ Result<Function> MakeParseSequenceExample(const AttrMap& attrs) {
 }  // namespace
 
 void RegisterExampleKernels(Registry* r) {
-  r->RegisterKernel("parse_example", MakeParseExample).IgnoreError();
-  r->RegisterKernel("parse_sequence_example", MakeParseSequenceExample).IgnoreError();
+  auto features = [](KernelDef d, const std::string& prefix, const std::string& what) {
+    const bool optional = !prefix.empty();
+    auto list = [&](KernelDef d, const std::string& name, AttrType type, std::string doc) {
+      if (optional) return std::move(d).OptionalAttr(prefix + name, type, std::move(doc));
+      return std::move(d).Attr(prefix + name, type, std::move(doc));
+    };
+    d = list(std::move(d), "keys", AttrType::kStringList, what + " feature names.");
+    d = list(std::move(d), "kinds", AttrType::kStringList,
+             "Per key: \"fixed\" (FixedLenFeature) or \"var\" (VarLenFeature).");
+    d = list(std::move(d), "dtypes", AttrType::kDTypeList, "Per key: int64, float32 or string.");
+    d = list(std::move(d), "shapes", AttrType::kShapeList, "Per key: the value's shape.");
+    return std::move(d).Attr(prefix + "defaults", AttrType::kTensorList, std::vector<Tensor>{},
+                             "Per key: the value of a missing fixed feature (empty: "
+                             "missing is an error).");
+  };
+  r->RegisterKernel(
+      features(KernelDef(std::string(kParseExample))
+                   .Summary("Parses a serialized tf.train.Example into one tensor per key.")
+                   .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+                   .Traits({.skippable = true}),
+               "", "The"),
+      MakeParseExample);
+  r->RegisterKernel(
+      features(KernelDef(std::string(kParseSequenceExample))
+                   .Summary("Parses a serialized tf.train.SequenceExample: context features, "
+                            "then one [steps, ...] tensor per sequence feature.")
+                   .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+                   .OptionalAttr("sequence_keys", AttrType::kStringList,
+                                 "Sequence feature names.")
+                   .OptionalAttr("sequence_dtypes", AttrType::kDTypeList,
+                                 "Per sequence key: int64, float32 or string.")
+                   .OptionalAttr("sequence_shapes", AttrType::kShapeList,
+                                 "Per sequence key: one step's shape.")
+                   .Attr("sequence_allow_missing", AttrType::kStringList,
+                         std::vector<std::string>{},
+                         "Sequence keys that may be absent (then 0 steps).")
+                   .Traits({.skippable = true}),
+               "context_", "Context"),
+      MakeParseSequenceExample);
 }
 
 }  // namespace sluice

@@ -58,7 +58,13 @@ Result<Shape> ResolveShape(const std::vector<int64_t>& target, int64_t n) {
 }  // namespace
 
 void RegisterTensorKernels(Registry* r) {
-  r->RegisterKernel("expand_dims", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("expand_dims")
+              .Summary("Inserts a dimension of size 1 at axis.")
+              .Attr("axis", AttrType::kInt, "Where the new dimension goes (negative: from the end).")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Traits({.skippable = true, .cheap = true}),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(int64_t axis, GetAttr<int64_t>(attrs, "expand_dims", "axis"));
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, "expand_dims", "component", 0));
      return Function::MakeKernel(
@@ -98,9 +104,15 @@ void RegisterTensorKernels(Registry* r) {
            out.components[comp].shape = PartialShape(std::move(dims));
            return out;
          });
-   }).IgnoreError();
+   });
 
-  r->RegisterKernel("reshape", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("reshape")
+              .Summary("Gives a component a new shape with the same number of values.")
+              .Attr("shape", AttrType::kIntList, "The new shape; one dimension may be -1.")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Traits({.skippable = true, .cheap = true}),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(auto target, GetAttr<std::vector<int64_t>>(attrs, "reshape", "shape"));
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, "reshape", "component", 0));
      int unknowns = 0;
@@ -153,9 +165,18 @@ void RegisterTensorKernels(Registry* r) {
            out.components[comp].shape = std::move(shape);
            return out;
          });
-   }).IgnoreError();
+   });
 
-  r->RegisterKernel("compare", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("compare")
+              .Summary("A predicate: component <op> value for a numeric scalar.")
+              .Kind(Function::Kind::kPredicate)
+              .Attr("op", AttrType::kString,
+                    "less, less_equal, equal, not_equal, greater or greater_equal.")
+              .Attr("value", AttrType::kFloat, "The number compared with.")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Traits({}),
+      [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(std::string op, GetAttr<std::string>(attrs, "compare", "op"));
      SLUICE_ASSIGN_OR_RETURN(double value, GetAttr<double>(attrs, "compare", "value"));
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, "compare", "component", 0));
@@ -184,7 +205,7 @@ void RegisterTensorKernels(Registry* r) {
            SLUICE_ASSIGN_OR_RETURN(Tensor d, CastTensor(t, DType::kFloat64));
            return cmp(d.scalar<double>(), value);
          });
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -6,9 +6,6 @@
 namespace sluice {
 
 Result<FileSourceAttrs> ParseFileSourceAttrs(const std::string& op, const OpArgs& args) {
-  if (!args.inputs.empty() || !args.functions.empty()) {
-    return InvalidArgumentError(op + ": takes no inputs or functions");
-  }
   FileSourceAttrs out;
   SLUICE_ASSIGN_OR_RETURN(out.filenames,
                           GetAttr<std::vector<std::string>>(args.attrs, op, "filenames"));
@@ -27,6 +24,18 @@ Result<FileSourceAttrs> ParseFileSourceAttrs(const std::string& op, const OpArgs
   }
   out.buffer_size = static_cast<size_t>(buffer_size);
   return out;
+}
+
+OpDef FileSourceOpDef(std::string op, std::string summary) {
+  return OpDef(std::move(op))
+      .Summary(std::move(summary))
+      .Inputs(0)
+      .Attr("filenames", AttrType::kStringList, "The files to read, in order.")
+      .Attr("compression", AttrType::kString, std::string(),
+            "\"\" or \"NONE\", \"GZIP\" or \"ZLIB\".")
+      .Attr("buffer_size", AttrType::kInt, static_cast<int64_t>(InputStream::kDefaultBufferSize),
+            "Bytes of each file's read buffer, in [1, 2^30].")
+      .Traits({.source = true, .splittable = true, .seed_mix = SeedMix::kNone});
 }
 
 FileSequenceDataset::FileSequenceDataset(std::string op, OpArgs args,

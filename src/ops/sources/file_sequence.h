@@ -27,6 +27,7 @@
 
 #include "formats/input_stream.h"
 #include "graph/dataset_node.h"
+#include "graph/op_def.h"
 
 namespace sluice {
 
@@ -42,6 +43,9 @@ struct FileSourceAttrs {
 // [1, 2^30]; default InputStream::kDefaultBufferSize). Errors are InvalidArgument (or the
 // attribute lookup's) and start with `op`.
 Result<FileSourceAttrs> ParseFileSourceAttrs(const std::string& op, const OpArgs& args);
+// The definition every record-file source starts from: no inputs, the attributes above,
+// and the traits of a splittable source (a file is a split). Ops add their own attributes.
+OpDef FileSourceOpDef(std::string op, std::string summary);
 
 // One open file of a record-file source: the format-specific reading.
 class RecordFileReader {

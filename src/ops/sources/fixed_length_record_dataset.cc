@@ -113,7 +113,12 @@ class FixedLengthRecordDataset : public FileSequenceDataset {
 }  // namespace
 
 void RegisterFixedLengthRecordDataset(Registry* r) {
-  r->RegisterOp(kOp, [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(
+      FileSourceOpDef(kOp, "Fixed-size records between a header and a footer (string scalars).")
+          .Attr("record_bytes", AttrType::kInt, "Bytes per record, in [1, 2^31].")
+          .Attr("header_bytes", AttrType::kInt, int64_t{0}, "Bytes skipped at each file's start.")
+          .Attr("footer_bytes", AttrType::kInt, int64_t{0}, "Bytes ignored at each file's end."),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(FileSourceAttrs attrs, ParseFileSourceAttrs(kOp, args));
      const AttrMap& a = args.attrs;
      SLUICE_ASSIGN_OR_RETURN(int64_t record, GetAttr<int64_t>(a, kOp, "record_bytes"));
@@ -139,7 +144,7 @@ void RegisterFixedLengthRecordDataset(Registry* r) {
                    static_cast<uint64_t>(footer)};
      return DatasetPtr(std::make_shared<FixedLengthRecordDataset>(
          std::move(args), std::move(attrs), layout));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -89,11 +89,21 @@ Result<DatasetPtr> Make(std::string op, OpArgs args, bool slices) {
 }  // namespace
 
 void RegisterFromTensorsDataset(Registry* r) {
-  r->RegisterOp("FromTensors", [](OpArgs a) { return Make("FromTensors", std::move(a), false); })
-      .IgnoreError();
-  r->RegisterOp("FromTensorSlices",
-                [](OpArgs a) { return Make("FromTensorSlices", std::move(a), true); })
-      .IgnoreError();
+  auto def = [](std::string op, std::string summary, bool splittable) {
+    return OpDef(std::move(op))
+        .Summary(std::move(summary))
+        .Inputs(0)
+        .Attr("components", AttrType::kTensorList, "The element's tensors.")
+        .Attr("names", AttrType::kStringList, std::vector<std::string>{},
+              "Component names (empty, or one per component).")
+        .Traits({.source = true, .splittable = splittable, .seed_mix = SeedMix::kNone});
+  };
+  r->RegisterOp(def("FromTensors", "One element made of the given tensors.", false),
+                [](OpArgs a) { return Make("FromTensors", std::move(a), false); });
+  r->RegisterOp(def("FromTensorSlices",
+                    "The slices of the given tensors along dimension 0 (all share dim 0).",
+                    true),
+                [](OpArgs a) { return Make("FromTensorSlices", std::move(a), true); });
 }
 
 }  // namespace sluice

@@ -79,8 +79,13 @@ Result<IteratorPtr> IdxDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterIdxDataset(Registry* r) {
-  r->RegisterOp("Idx", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Idx", args, 0, 0));
+  r->RegisterOp(
+      OpDef("Idx")
+          .Summary("Rows of an IDX file (the MNIST format), gzipped or not.")
+          .Inputs(0)
+          .Attr("path", AttrType::kString, "The IDX file.")
+          .Traits({.source = true, .splittable = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(std::string path,
                              GetAttr<std::string>(args.attrs, "Idx", "path"));
      if (path.empty()) return InvalidArgumentError("Idx: path is empty");
@@ -89,7 +94,7 @@ void RegisterIdxDataset(Registry* r) {
      ElementSpec spec{{{header.dtype, PartialShape(header.row_shape())}}};
      return DatasetPtr(std::make_shared<IdxDataset>(std::move(args), std::move(spec),
                                                     std::move(path), std::move(header)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

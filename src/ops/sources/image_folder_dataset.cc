@@ -147,7 +147,6 @@ Result<IteratorPtr> ImageFolderDataset::MakeIteratorInternal(
 }
 
 Result<DatasetPtr> MakeImageFolder(OpArgs args) {
-  SLUICE_RETURN_IF_ERROR(CheckArity("ImageFolder", args, 0, 0));
   SLUICE_ASSIGN_OR_RETURN(std::string root,
                           GetAttr<std::string>(args.attrs, "ImageFolder", "root"));
   SLUICE_ASSIGN_OR_RETURN(auto exts, GetAttrOr<std::vector<std::string>>(
@@ -198,7 +197,16 @@ Result<DatasetPtr> MakeImageFolder(OpArgs args) {
 }  // namespace
 
 void RegisterImageFolderDataset(Registry* r) {
-  r->RegisterOp("ImageFolder", MakeImageFolder).IgnoreError();
+  r->RegisterOp(
+      OpDef("ImageFolder")
+          .Summary("(path, label) of the files under root/<class>/..., classes numbered "
+                   "from 0 in name order.")
+          .Inputs(0)
+          .Attr("root", AttrType::kString, "The folder holding one folder per class.")
+          .Attr("extensions", AttrType::kStringList, std::vector<std::string>{},
+                "File extensions to keep (case-insensitive); empty keeps all.")
+          .Traits({.source = true, .splittable = true, .seed_mix = SeedMix::kNone}),
+      MakeImageFolder);
 }
 
 }  // namespace sluice

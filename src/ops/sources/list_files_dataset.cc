@@ -127,8 +127,19 @@ Result<IteratorPtr> ListFilesDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterListFilesDataset(Registry* r) {
-  r->RegisterOp("ListFiles", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("ListFiles", args, 0, 0));
+  r->RegisterOp(
+      OpDef("ListFiles")
+          .Summary("File names matching glob patterns, sorted, then shuffled when asked.")
+          .Inputs(0)
+          .Attr("patterns", AttrType::kStringList, "Glob patterns; matching nothing is an error.")
+          .Attr("shuffle", AttrType::kBool, false, "Shuffle the names (seeded like Shuffle).")
+          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the shuffle.")
+          .Traits({.source = true,
+                   .splittable = true,
+                   .random = true,
+                   .seed_mix = SeedMix::kWhenAttrTrue,
+                   .seed_mix_attr = "shuffle"}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(auto patterns, GetAttr<std::vector<std::string>>(
                                                 args.attrs, "ListFiles", "patterns"));
      SLUICE_ASSIGN_OR_RETURN(bool shuffle,
@@ -139,7 +150,7 @@ void RegisterListFilesDataset(Registry* r) {
      SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files, Glob(patterns));
      return DatasetPtr(std::make_shared<ListFilesDataset>(
          std::move(args), std::move(files), shuffle, static_cast<uint64_t>(seed)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -73,14 +73,21 @@ Result<IteratorPtr> RangeDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterRangeDataset(Registry* r) {
-  r->RegisterOp("Range", [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(
+      OpDef("Range")
+          .Summary("start, start + step, ... up to but not including stop (int64 scalars).")
+          .Inputs(0)
+          .Attr("start", AttrType::kInt, int64_t{0}, "The first value.")
+          .Attr("stop", AttrType::kInt, "The end (exclusive).")
+          .Attr("step", AttrType::kInt, int64_t{1}, "The increment; not 0, may be negative.")
+          .Traits({.source = true, .splittable = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t start, GetAttrOr<int64_t>(args.attrs, "Range", "start", 0));
      SLUICE_ASSIGN_OR_RETURN(int64_t stop, GetAttr<int64_t>(args.attrs, "Range", "stop"));
      SLUICE_ASSIGN_OR_RETURN(int64_t step, GetAttrOr<int64_t>(args.attrs, "Range", "step", 1));
      if (step == 0) return InvalidArgumentError("Range: step must not be 0");
-     if (!args.inputs.empty()) return InvalidArgumentError("Range: takes no inputs");
      return DatasetPtr(std::make_shared<RangeDataset>(std::move(args), start, stop, step));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

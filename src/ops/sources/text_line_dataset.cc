@@ -42,11 +42,11 @@ class TextLineDataset : public FileSequenceDataset {
 }  // namespace
 
 void RegisterTextLineDataset(Registry* r) {
-  r->RegisterOp(kOp, [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(FileSourceOpDef(kOp, "Lines of text files, without their line endings (string scalars)."), [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(FileSourceAttrs attrs, ParseFileSourceAttrs(kOp, args));
      return DatasetPtr(
          std::make_shared<TextLineDataset>(std::move(args), std::move(attrs)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

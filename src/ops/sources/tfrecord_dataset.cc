@@ -53,11 +53,11 @@ class TFRecordDataset : public FileSequenceDataset {
 }  // namespace
 
 void RegisterTFRecordDataset(Registry* r) {
-  r->RegisterOp(kOp, [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(FileSourceOpDef(kOp, "Records of TFRecord files (string scalars); CRCs are verified."), [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(FileSourceAttrs attrs, ParseFileSourceAttrs(kOp, args));
      return DatasetPtr(
          std::make_shared<TFRecordDataset>(std::move(args), std::move(attrs)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -342,7 +342,12 @@ constexpr Function::Traits kTraits = {.is_random = false, .skippable = true};
 // ---- registration, one kernel each ----
 
 void RegisterSplit(Registry* r) {
-  r->RegisterKernel("split", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("split")
+              .Summary("Splits a string scalar on ASCII whitespace into a string [n] of tokens.")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Traits(kTraits),
+      [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "split";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      return Function::MakeKernel(
@@ -363,11 +368,17 @@ void RegisterSplit(Registry* r) {
            SLUICE_RETURN_IF_ERROR(SpecComponent(in, comp, kName, 0, true).status());
            return ReplaceSpec(in, comp, {DType::kString, PartialShape{-1}});
          });
-   }).IgnoreError();
+   });
 }
 
 void RegisterByteTokenize(Registry* r) {
-  r->RegisterKernel("byte_tokenize", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("byte_tokenize")
+              .Summary("The bytes of a string scalar as int32 [len], plus offset.")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Attr("offset", AttrType::kInt, int64_t{0}, "Added to every byte.")
+              .Traits(kTraits),
+      [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "byte_tokenize";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      SLUICE_ASSIGN_OR_RETURN(int64_t offset,
@@ -398,11 +409,21 @@ void RegisterByteTokenize(Registry* r) {
            SLUICE_RETURN_IF_ERROR(SpecComponent(in, comp, kName, 0, true).status());
            return ReplaceSpec(in, comp, {DType::kInt32, PartialShape{-1}});
          });
-   }).IgnoreError();
+   });
 }
 
 void RegisterVocabLookup(Registry* r) {
-  r->RegisterKernel("vocab_lookup", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("vocab_lookup")
+              .Summary("Maps string tokens to int64 ids through a vocabulary file.")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Attr("vocab_file", AttrType::kString, "One token per line; a token's id is its line number.")
+              .Attr("num_oov_buckets", AttrType::kInt, int64_t{0},
+                    "Hash unknown tokens into this many ids after the vocabulary.")
+              .Attr("default_value", AttrType::kInt, int64_t{-1},
+                    "Id of unknown tokens when num_oov_buckets is 0.")
+              .Traits(kTraits),
+      [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "vocab_lookup";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      SLUICE_ASSIGN_OR_RETURN(LookupConfig cfg, ReadLookupAttrs(attrs, kName));
@@ -425,11 +446,22 @@ void RegisterVocabLookup(Registry* r) {
            if (s == nullptr) return in;
            return ReplaceSpec(in, comp, {DType::kInt64, s->shape});
          });
-   }).IgnoreError();
+   });
 }
 
 void RegisterTokenize(Registry* r) {
-  r->RegisterKernel("tokenize", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("tokenize")
+              .Summary("split then vocab_lookup in one pass (the fast path).")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Attr("lowercase", AttrType::kBool, false, "Lower-case ASCII letters first.")
+              .Attr("vocab_file", AttrType::kString, "One token per line; a token's id is its line number.")
+              .Attr("num_oov_buckets", AttrType::kInt, int64_t{0},
+                    "Hash unknown tokens into this many ids after the vocabulary.")
+              .Attr("default_value", AttrType::kInt, int64_t{-1},
+                    "Id of unknown tokens when num_oov_buckets is 0.")
+              .Traits(kTraits),
+      [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "tokenize";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      SLUICE_ASSIGN_OR_RETURN(bool lowercase,
@@ -468,11 +500,17 @@ void RegisterTokenize(Registry* r) {
            SLUICE_RETURN_IF_ERROR(SpecComponent(in, comp, kName, 0, true).status());
            return ReplaceSpec(in, comp, {DType::kInt64, PartialShape{-1}});
          });
-   }).IgnoreError();
+   });
 }
 
 void RegisterTruncate(Registry* r) {
-  r->RegisterKernel("truncate", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("truncate")
+              .Summary("The first min(max_length, dim 0) rows (a zero-copy slice).")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Attr("max_length", AttrType::kInt, "Rows kept, >= 0.")
+              .Traits(kTraits),
+      [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "truncate";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      SLUICE_ASSIGN_OR_RETURN(int64_t max_length,
@@ -494,11 +532,20 @@ void RegisterTruncate(Registry* r) {
            if (max_length == 0) dims[0] = 0;
            return ReplaceSpec(in, comp, {s->dtype, PartialShape(std::move(dims))});
          });
-   }).IgnoreError();
+   });
 }
 
 void RegisterPad(Registry* r) {
-  r->RegisterKernel("pad", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("pad")
+              .Summary("Pads (or with truncate, cuts) a vector to length rows.")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Attr("length", AttrType::kInt, "Rows after padding, >= 0.")
+              .Attr("truncate", AttrType::kBool, false, "Cut longer vectors to length.")
+              .OptionalAttr("value", AttrType::kAny,
+                            "The padding value, a scalar of the vector's dtype (default: 0 / \"\").")
+              .Traits(kTraits),
+      [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "pad";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      SLUICE_ASSIGN_OR_RETURN(int64_t length, NonNegativeAttr(attrs, kName, "length"));
@@ -542,11 +589,16 @@ void RegisterPad(Registry* r) {
            dims[0] = length;
            return ReplaceSpec(in, comp, {s->dtype, PartialShape(std::move(dims))});
          });
-   }).IgnoreError();
+   });
 }
 
 void RegisterSequenceLength(Registry* r) {
-  r->RegisterKernel("sequence_length", [](const AttrMap& attrs) -> Result<Function> {
+  r->RegisterKernel(
+      KernelDef("sequence_length")
+              .Summary("Dimension 0 of a component as an int64 scalar (the element is the length alone).")
+              .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
+              .Traits(kTraits),
+      [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "sequence_length";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      return Function::MakeKernel(
@@ -560,7 +612,7 @@ void RegisterSequenceLength(Registry* r) {
            SLUICE_RETURN_IF_ERROR(SpecComponent(in, comp, kName, 1, false).status());
            return ElementSpec{{{DType::kInt64, PartialShape{}}}};
          });
-   }).IgnoreError();
+   });
 }
 
 }  // namespace

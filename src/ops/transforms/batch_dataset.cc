@@ -62,14 +62,21 @@ Result<IteratorPtr> BatchDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterBatchDataset(Registry* r) {
-  r->RegisterOp("Batch", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Batch", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Batch")
+          .Summary("Stacks consecutive elements into batches.")
+          .Inputs(1)
+          .Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
+          .Attr("drop_remainder", AttrType::kBool, false,
+                "Drop a last batch smaller than batch_size.")
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, "Batch", "batch_size"));
      SLUICE_ASSIGN_OR_RETURN(bool drop, GetAttrOr<bool>(args.attrs, "Batch", "drop_remainder", false));
      if (bs <= 0) return InvalidArgumentError("Batch: batch_size must be > 0, got " + std::to_string(bs));
      ElementSpec spec = BatchedSpec(args.inputs[0]->element_spec(), drop ? bs : -1);
      return DatasetPtr(std::make_shared<BatchDataset>(std::move(args), std::move(spec), bs, drop));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

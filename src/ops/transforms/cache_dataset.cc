@@ -559,14 +559,21 @@ Result<IteratorPtr> CacheDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterCacheDataset(Registry* r) {
-  r->RegisterOp("Cache", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Cache", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Cache")
+          .Summary("Caches its input's elements in memory or in a file, reused by later "
+                   "epochs.")
+          .Inputs(1)
+          .Attr("filename", AttrType::kString, std::string(),
+                "Empty: in memory; else a file that outlives the process.")
+          .Traits({.buffering = true, .stateful = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(std::string filename,
                              GetAttrOr<std::string>(args.attrs, "Cache", "filename", ""));
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<CacheDataset>(std::move(args), std::move(spec),
                                                       std::move(filename)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -112,14 +112,18 @@ Result<ElementSpec> ConcatenatedSpec(const ElementSpec& a, const ElementSpec& b)
 }  // namespace
 
 void RegisterConcatenateDataset(Registry* r) {
-  r->RegisterOp("Concatenate", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Concatenate", args, 2, 0));
+  r->RegisterOp(
+      OpDef("Concatenate")
+          .Summary("The elements of its first input, then those of its second.")
+          .Inputs(2)
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(ElementSpec spec,
                              ConcatenatedSpec(args.inputs[0]->element_spec(),
                                               args.inputs[1]->element_spec()));
      return DatasetPtr(
          std::make_shared<ConcatenateDataset>(std::move(args), std::move(spec)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

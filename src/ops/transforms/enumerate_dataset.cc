@@ -82,8 +82,13 @@ Result<IteratorPtr> EnumerateDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterEnumerateDataset(Registry* r) {
-  r->RegisterOp("Enumerate", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Enumerate", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Enumerate")
+          .Summary("(index, element...) with index counting from start.")
+          .Inputs(1)
+          .Attr("start", AttrType::kInt, int64_t{0}, "The first index.")
+          .Traits({.elementwise = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t start,
                              GetAttrOr<int64_t>(args.attrs, "Enumerate", "start", 0));
      const ElementSpec& in = args.inputs[0]->element_spec();
@@ -97,7 +102,7 @@ void RegisterEnumerateDataset(Registry* r) {
      }
      return DatasetPtr(
          std::make_shared<EnumerateDataset>(std::move(args), std::move(spec), start));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -69,16 +69,20 @@ Result<IteratorPtr> FilterDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterFilterDataset(Registry* r) {
-  r->RegisterOp("Filter", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Filter", args, 1, 1));
-     SLUICE_RETURN_IF_ERROR(
-         CheckFunctionKind("Filter", args.functions[0], Function::Kind::kPredicate));
+  r->RegisterOp(
+      OpDef("Filter")
+          .Summary("The elements for which the predicate is true.")
+          .Inputs(1)
+          .Functions({Function::Kind::kPredicate})
+          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t seed,
                              GetAttrOr<int64_t>(args.attrs, "Filter", "seed", 0));
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<FilterDataset>(std::move(args), std::move(spec),
                                                        static_cast<uint64_t>(seed)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -69,7 +69,6 @@ Result<IteratorPtr> ElementsDataset::MakeIteratorInternal(
 // most specific spec of the elements).
 Result<DatasetPtr> MakeElementsDataset(OpArgs args) {
   const std::string op(kElementsOp);
-  SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 0, 0));
   SLUICE_ASSIGN_OR_RETURN(auto comps,
                           GetAttr<std::vector<Tensor>>(args.attrs, op, "components"));
   SLUICE_ASSIGN_OR_RETURN(int64_t k, GetAttr<int64_t>(args.attrs, op, "num_components"));
@@ -367,11 +366,6 @@ Result<IteratorPtr> GroupByWindowDataset::MakeIteratorInternal(
 
 Result<DatasetPtr> MakeGroupByWindow(OpArgs args) {
   constexpr std::string_view op = "GroupByWindow";
-  SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 2));
-  SLUICE_RETURN_IF_ERROR(
-      CheckFunctionKind(op, args.functions[0], Function::Kind::kElement));
-  SLUICE_RETURN_IF_ERROR(
-      CheckFunctionKind(op, args.functions[1], Function::Kind::kDataset));
   SLUICE_ASSIGN_OR_RETURN(int64_t window_size,
                           GetAttr<int64_t>(args.attrs, op, "window_size"));
   SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
@@ -461,9 +455,6 @@ Result<int64_t> IntegerScalar(const Tensor& t) {
 
 Result<DatasetPtr> MakeBucketBySequenceLength(OpArgs args) {
   const std::string op = "BucketBySequenceLength";
-  SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
-  SLUICE_RETURN_IF_ERROR(
-      CheckFunctionKind(op, args.functions[0], Function::Kind::kElement));
   const AttrMap& a = args.attrs;
   SLUICE_ASSIGN_OR_RETURN(auto boundaries,
                           GetAttr<std::vector<int64_t>>(a, op, "bucket_boundaries"));
@@ -617,9 +608,54 @@ Result<DatasetPtr> MakeBucketBySequenceLength(OpArgs args) {
 }  // namespace
 
 void RegisterGroupByWindowDataset(Registry* r) {
-  r->RegisterOp(std::string(kElementsOp), MakeElementsDataset).IgnoreError();
-  r->RegisterOp("GroupByWindow", MakeGroupByWindow).IgnoreError();
-  r->RegisterOp("BucketBySequenceLength", MakeBucketBySequenceLength).IgnoreError();
+  r->RegisterOp(
+      OpDef(std::string(kElementsOp))
+          .Summary("The elements of one window, as GroupByWindow hands it to reduce_func.")
+          .Inputs(0)
+          .Attr("components", AttrType::kTensorList,
+                "The elements' tensors, num_components per element.")
+          .Attr("num_components", AttrType::kInt, "Tensors per element.")
+          .Attr("names", AttrType::kStringList, std::vector<std::string>{}, "Component names.")
+          .Attr("dtypes", AttrType::kDTypeList, std::vector<DType>{},
+                "The spec's dtypes (default: the elements').")
+          .Attr("shapes", AttrType::kShapeList, std::vector<PartialShape>{},
+                "The spec's shapes (default: the most specific of the elements').")
+          .Traits({.source = true, .seed_mix = SeedMix::kNone})
+          .Internal(),
+      MakeElementsDataset);
+  r->RegisterOp(
+      OpDef("GroupByWindow")
+          .Summary("Groups elements by key, reduces each full window with a dataset "
+                   "function and flattens the results.")
+          .Inputs(1)
+          .Functions({Function::Kind::kElement, Function::Kind::kDataset})
+          .Attr("window_size", AttrType::kInt, "Elements per window, > 0.")
+          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+          .Attr("window_sizes", AttrType::kIntList, std::vector<int64_t>{},
+                "Per-key window sizes (key -> window_sizes[key]); empty: window_size.")
+          .Traits({.buffering = true, .seed_mix = SeedMix::kAlways}),
+      MakeGroupByWindow);
+  r->RegisterOp(
+      OpDef("BucketBySequenceLength")
+          .Summary("Buckets elements by length and padded-batches each bucket.")
+          .Inputs(1)
+          .Functions({Function::Kind::kElement})
+          .Attr("bucket_boundaries", AttrType::kIntList, "Increasing length boundaries.")
+          .Attr("bucket_batch_sizes", AttrType::kIntList,
+                "Batch size per bucket (one more than the boundaries).")
+          .Attr("padded_shapes", AttrType::kShapeList, std::vector<PartialShape>{},
+                "As PaddedBatch; empty: each batch's longest.")
+          .Attr("padding_values", AttrType::kTensorList, std::vector<Tensor>{},
+                "As PaddedBatch; empty: zero / \"\".")
+          .Attr("pad_to_bucket_boundary", AttrType::kBool, false,
+                "Pad to the bucket's boundary - 1 instead of the batch's longest.")
+          .Attr("drop_remainder", AttrType::kBool, false,
+                "Drop each bucket's last partial batch.")
+          .OptionalAttr("seed", AttrType::kInt,
+                        "Seed of the length function's random draws (default: a fresh "
+                        "seed when the function is random, else 0).")
+          .Traits({.buffering = true, .seed_mix = SeedMix::kAlways}),
+      MakeBucketBySequenceLength);
 }
 
 }  // namespace sluice

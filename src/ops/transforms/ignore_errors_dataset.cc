@@ -60,12 +60,16 @@ Result<IteratorPtr> IgnoreErrorsDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterIgnoreErrorsDataset(Registry* r) {
-  r->RegisterOp("IgnoreErrors", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("IgnoreErrors", args, 1, 0));
+  r->RegisterOp(
+      OpDef("IgnoreErrors")
+          .Summary("Drops elements whose computation failed, counting them.")
+          .Inputs(1)
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(
          std::make_shared<IgnoreErrorsDataset>(std::move(args), std::move(spec)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -215,9 +215,6 @@ Result<IteratorPtr> InterleaveDataset::MakeIteratorInternal(
 }
 
 Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool flat_map) {
-  SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
-  SLUICE_RETURN_IF_ERROR(
-      CheckFunctionKind(op, args.functions[0], Function::Kind::kDataset));
   SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
   int64_t cycle_length = 1, block_length = 1;
   if (!flat_map) {
@@ -251,12 +248,28 @@ Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool flat_map) {
 }  // namespace
 
 void RegisterInterleaveDataset(Registry* r) {
-  r->RegisterOp("Interleave", [](OpArgs a) {
-     return Make("Interleave", std::move(a), false);
-   }).IgnoreError();
-  r->RegisterOp("FlatMap", [](OpArgs a) {
-     return Make("FlatMap", std::move(a), true);
-   }).IgnoreError();
+  r->RegisterOp(
+      OpDef("Interleave")
+          .Summary("Pulls block_length elements from each of cycle_length datasets made by "
+                   "the function, in turn.")
+          .Inputs(1)
+          .Functions({Function::Kind::kDataset})
+          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+          .Attr("cycle_length", AttrType::kInt,
+                "Datasets open at once, > 0, or AUTOTUNE (-1): the cores.")
+          .Attr("block_length", AttrType::kInt, int64_t{1},
+                "Elements taken from a dataset before moving on, > 0.")
+          .Traits({.interleave = true, .seed_mix = SeedMix::kAlways}),
+      [](OpArgs a) { return Make("Interleave", std::move(a), false); });
+  r->RegisterOp(
+      OpDef("FlatMap")
+          .Summary("The elements of the datasets the function makes, one dataset after "
+                   "another.")
+          .Inputs(1)
+          .Functions({Function::Kind::kDataset})
+          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+          .Traits({.interleave = true, .seed_mix = SeedMix::kAlways}),
+      [](OpArgs a) { return Make("FlatMap", std::move(a), true); });
 }
 
 }  // namespace sluice

@@ -64,10 +64,20 @@ class MapAndBatchDataset : public DatasetNode {
 }  // namespace
 
 void RegisterMapAndBatchDataset(Registry* r) {
-  r->RegisterOp("MapAndBatch", [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(
+      WithParallelAttrs(
+          OpDef("MapAndBatch")
+              .Summary("Map then Batch fused: the function runs in parallel and each result "
+                       "is written to its row of the batch.")
+              .Inputs(1)
+              .Functions({Function::Kind::kElement})
+              .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+              .Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
+              .Attr("drop_remainder", AttrType::kBool, false,
+                    "Drop a last batch smaller than batch_size.")
+              .Traits({.async = true, .buffering = true, .seed_mix = SeedMix::kNone})),
+      [](OpArgs args) -> Result<DatasetPtr> {
      const std::string op = "MapAndBatch";
-     SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
-     SLUICE_RETURN_IF_ERROR(CheckFunctionKind(op, args.functions[0], Function::Kind::kElement));
      SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
      SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, op, "batch_size"));
      SLUICE_ASSIGN_OR_RETURN(bool drop,
@@ -83,7 +93,7 @@ void RegisterMapAndBatchDataset(Registry* r) {
      }
      return DatasetPtr(std::make_shared<MapAndBatchDataset>(
          std::move(args), std::move(spec), static_cast<uint64_t>(seed), bs, drop, p));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -136,9 +136,6 @@ Result<IteratorPtr> MapAndFilterDataset::MakeIteratorInternal(
 }
 
 Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool parallel) {
-  SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 2));
-  SLUICE_RETURN_IF_ERROR(CheckFunctionKind(op, args.functions[0], Function::Kind::kElement));
-  SLUICE_RETURN_IF_ERROR(CheckFunctionKind(op, args.functions[1], Function::Kind::kPredicate));
   SLUICE_ASSIGN_OR_RETURN(int64_t map_seed, GetAttrOr<int64_t>(args.attrs, op, "map_seed", 0));
   SLUICE_ASSIGN_OR_RETURN(int64_t filter_seed,
                           GetAttrOr<int64_t>(args.attrs, op, "filter_seed", 0));
@@ -159,12 +156,22 @@ Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool parallel) {
 }  // namespace
 
 void RegisterMapAndFilterDataset(Registry* r) {
-  r->RegisterOp("MapAndFilter", [](OpArgs a) {
-     return Make("MapAndFilter", std::move(a), false);
-   }).IgnoreError();
-  r->RegisterOp("ParallelMapAndFilter", [](OpArgs a) {
-     return Make("ParallelMapAndFilter", std::move(a), true);
-   }).IgnoreError();
+  auto def = [](std::string op, bool parallel) {
+    OpDef d = OpDef(std::move(op))
+                  .Summary("Map then Filter fused: elements whose mapped value passes the "
+                           "predicate.")
+                  .Inputs(1)
+                  .Functions({Function::Kind::kElement, Function::Kind::kPredicate})
+                  .Attr("map_seed", AttrType::kInt, int64_t{0}, "Seed of the map function.")
+                  .Attr("filter_seed", AttrType::kInt, int64_t{0}, "Seed of the predicate.")
+                  .Traits({.async = parallel, .buffering = parallel,
+                           .seed_mix = SeedMix::kNone});
+    return parallel ? WithParallelAttrs(std::move(d)) : d;
+  };
+  r->RegisterOp(def("MapAndFilter", false),
+                [](OpArgs a) { return Make("MapAndFilter", std::move(a), false); });
+  r->RegisterOp(def("ParallelMapAndFilter", true),
+                [](OpArgs a) { return Make("ParallelMapAndFilter", std::move(a), true); });
 }
 
 }  // namespace sluice

@@ -69,9 +69,14 @@ Result<IteratorPtr> MapDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterMapDataset(Registry* r) {
-  r->RegisterOp("Map", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Map", args, 1, 1));
-     SLUICE_RETURN_IF_ERROR(CheckFunctionKind("Map", args.functions[0], Function::Kind::kElement));
+  r->RegisterOp(
+      OpDef("Map")
+          .Summary("Applies an element function to each element.")
+          .Inputs(1)
+          .Functions({Function::Kind::kElement})
+          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+          .Traits({.elementwise = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, "Map", "seed", 0));
      ElementSpec spec = ElementSpec::Unknown();
      if (auto s = args.functions[0].OutputSpec(args.inputs[0]->element_spec())) {
@@ -80,7 +85,7 @@ void RegisterMapDataset(Registry* r) {
      }
      return DatasetPtr(std::make_shared<MapDataset>(std::move(args), std::move(spec),
                                                     static_cast<uint64_t>(seed)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

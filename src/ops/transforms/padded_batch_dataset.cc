@@ -305,8 +305,19 @@ Result<ElementSpec> OutputSpec(const ElementSpec& in,
 }  // namespace
 
 void RegisterPaddedBatchDataset(Registry* r) {
-  r->RegisterOp(std::string(kOp), [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity(kOp, args, 1, 0));
+  r->RegisterOp(
+      OpDef(std::string(kOp))
+          .Summary("Batches elements, padding each component to a common shape.")
+          .Inputs(1)
+          .Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
+          .Attr("padded_shapes", AttrType::kShapeList, std::vector<PartialShape>{},
+                "Per component; -1 dimensions (or an empty list): the batch's longest.")
+          .Attr("padding_values", AttrType::kTensorList, std::vector<Tensor>{},
+                "Scalar per component; empty: zero / \"\".")
+          .Attr("drop_remainder", AttrType::kBool, false,
+                "Drop a last batch smaller than batch_size.")
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, kOp, "batch_size"));
      SLUICE_ASSIGN_OR_RETURN(auto padded, GetAttrOr<std::vector<PartialShape>>(
                                               args.attrs, kOp, "padded_shapes", {}));
@@ -339,7 +350,7 @@ void RegisterPaddedBatchDataset(Registry* r) {
      return DatasetPtr(std::make_shared<PaddedBatchDataset>(
          std::move(args), std::move(*spec), bs, std::move(padded), std::move(values),
          drop));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

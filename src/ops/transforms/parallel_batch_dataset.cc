@@ -60,9 +60,17 @@ class ParallelBatchDataset : public DatasetNode {
 }  // namespace
 
 void RegisterParallelBatchDataset(Registry* r) {
-  r->RegisterOp("ParallelBatch", [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(
+      WithParallelAttrs(
+          OpDef("ParallelBatch")
+              .Summary("Batch whose batches are assembled on the pool, several at once.")
+              .Inputs(1)
+              .Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
+              .Attr("drop_remainder", AttrType::kBool, false,
+                    "Drop a last batch smaller than batch_size.")
+              .Traits({.async = true, .buffering = true, .seed_mix = SeedMix::kNone})),
+      [](OpArgs args) -> Result<DatasetPtr> {
      const std::string op = "ParallelBatch";
-     SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 0));
      SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, op, "batch_size"));
      SLUICE_ASSIGN_OR_RETURN(bool drop,
                              GetAttrOr<bool>(args.attrs, op, "drop_remainder", false));
@@ -73,7 +81,7 @@ void RegisterParallelBatchDataset(Registry* r) {
      ElementSpec spec = BatchedSpec(args.inputs[0]->element_spec(), drop ? bs : -1);
      return DatasetPtr(std::make_shared<ParallelBatchDataset>(std::move(args), std::move(spec),
                                                               bs, drop, p));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -75,17 +75,22 @@ class ParallelFilterDataset : public DatasetNode {
 }  // namespace
 
 void RegisterParallelFilterDataset(Registry* r) {
-  r->RegisterOp("ParallelFilter", [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(
+      WithParallelAttrs(
+          OpDef("ParallelFilter")
+              .Summary("Filter whose predicates run in parallel on the pool.")
+              .Inputs(1)
+              .Functions({Function::Kind::kPredicate})
+              .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+              .Traits({.async = true, .buffering = true, .seed_mix = SeedMix::kNone})),
+      [](OpArgs args) -> Result<DatasetPtr> {
      const std::string op = "ParallelFilter";
-     SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
-     SLUICE_RETURN_IF_ERROR(
-         CheckFunctionKind(op, args.functions[0], Function::Kind::kPredicate));
      SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
      SLUICE_ASSIGN_OR_RETURN(ParallelAttrs p, GetParallelAttrs(op, args.attrs));
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<ParallelFilterDataset>(
          std::move(args), std::move(spec), static_cast<uint64_t>(seed), p));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

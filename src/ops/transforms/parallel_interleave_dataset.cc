@@ -1065,9 +1065,6 @@ Result<IteratorPtr> ParallelInterleaveDataset::MakeIteratorInternal(
 
 Result<DatasetPtr> Make(OpArgs args) {
   const std::string op = kOp;
-  SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
-  SLUICE_RETURN_IF_ERROR(
-      CheckFunctionKind(op, args.functions[0], Function::Kind::kDataset));
   SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
   SLUICE_ASSIGN_OR_RETURN(int64_t cycle_length,
                           GetAttr<int64_t>(args.attrs, op, "cycle_length"));
@@ -1095,7 +1092,23 @@ Result<DatasetPtr> Make(OpArgs args) {
 }  // namespace
 
 void RegisterParallelInterleaveDataset(Registry* r) {
-  r->RegisterOp(kOp, [](OpArgs a) { return Make(std::move(a)); }).IgnoreError();
+  r->RegisterOp(
+      WithParallelAttrs(
+          OpDef(kOp)
+              .Summary("Interleave whose inputs are read ahead on the pool into bounded "
+                       "per-input buffers.")
+              .Inputs(1)
+              .Functions({Function::Kind::kDataset})
+              .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+              .Attr("cycle_length", AttrType::kInt,
+                    "Datasets open at once, > 0, or AUTOTUNE (-1).")
+              .Attr("block_length", AttrType::kInt, int64_t{1},
+                    "Elements taken from a dataset before moving on, > 0.")
+              .Traits({.async = true,
+                       .buffering = true,
+                       .interleave = true,
+                       .seed_mix = SeedMix::kAlways})),
+      [](OpArgs a) { return Make(std::move(a)); });
 }
 
 }  // namespace sluice

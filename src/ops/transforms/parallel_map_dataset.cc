@@ -57,10 +57,19 @@ class ParallelMapDataset : public DatasetNode {
 }  // namespace
 
 void RegisterParallelMapDataset(Registry* r) {
-  r->RegisterOp("ParallelMap", [](OpArgs args) -> Result<DatasetPtr> {
+  r->RegisterOp(
+      WithParallelAttrs(
+          OpDef("ParallelMap")
+              .Summary("Map whose calls run in parallel on the pool.")
+              .Inputs(1)
+              .Functions({Function::Kind::kElement})
+              .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+              .Traits({.async = true,
+                       .buffering = true,
+                       .elementwise = true,
+                       .seed_mix = SeedMix::kNone})),
+      [](OpArgs args) -> Result<DatasetPtr> {
      const std::string op = "ParallelMap";
-     SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 1));
-     SLUICE_RETURN_IF_ERROR(CheckFunctionKind(op, args.functions[0], Function::Kind::kElement));
      SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));
      SLUICE_ASSIGN_OR_RETURN(ParallelAttrs p, GetParallelAttrs(op, args.attrs));
      ElementSpec spec = ElementSpec::Unknown();
@@ -70,7 +79,7 @@ void RegisterParallelMapDataset(Registry* r) {
      }
      return DatasetPtr(std::make_shared<ParallelMapDataset>(std::move(args), std::move(spec),
                                                             static_cast<uint64_t>(seed), p));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

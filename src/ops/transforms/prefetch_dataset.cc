@@ -51,8 +51,17 @@ class PrefetchDataset : public DatasetNode {
 }  // namespace
 
 void RegisterPrefetchDataset(Registry* r) {
-  r->RegisterOp("Prefetch", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Prefetch", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Prefetch")
+          .Summary("Produces up to buffer_size elements ahead of its consumer on its own "
+                   "thread.")
+          .Inputs(1)
+          .Attr("buffer_size", AttrType::kInt, "Elements held, > 0, or AUTOTUNE (-1).")
+          .Traits({.async = true,
+                   .buffering = true,
+                   .elementwise = true,
+                   .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t n, GetAttr<int64_t>(args.attrs, "Prefetch", "buffer_size"));
      if (n <= 0 && n != kAutotune) {
        return InvalidArgumentError("Prefetch: buffer_size must be > 0 or AUTOTUNE (-1), got " +
@@ -60,7 +69,7 @@ void RegisterPrefetchDataset(Registry* r) {
      }
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<PrefetchDataset>(std::move(args), std::move(spec), n));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -131,14 +131,19 @@ Result<IteratorPtr> RepeatDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterRepeatDataset(Registry* r) {
-  r->RegisterOp("Repeat", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Repeat", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Repeat")
+          .Summary("Its input count times over (-1: forever).")
+          .Inputs(1)
+          .Attr("count", AttrType::kInt, int64_t{-1}, "Epochs; -1 repeats forever.")
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t count,
                              GetAttrOr<int64_t>(args.attrs, "Repeat", "count", -1));
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(
          std::make_shared<RepeatDataset>(std::move(args), std::move(spec), count));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -147,10 +147,15 @@ Result<ElementSpec> ScanSpec(const Function& fn, const std::vector<Tensor>& stat
 }  // namespace
 
 void RegisterScanDataset(Registry* r) {
-  r->RegisterOp("Scan", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Scan", args, 1, 1));
-     SLUICE_RETURN_IF_ERROR(
-         CheckFunctionKind("Scan", args.functions[0], Function::Kind::kElement));
+  r->RegisterOp(
+      OpDef("Scan")
+          .Summary("state' = fn(state..., element...); emits fn's outputs after the state.")
+          .Inputs(1)
+          .Functions({Function::Kind::kElement})
+          .Attr("initial_state", AttrType::kTensorList, "The state's first value.")
+          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
+          .Traits({.elementwise = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(
          auto state, GetAttr<std::vector<Tensor>>(args.attrs, "Scan", "initial_state"));
      SLUICE_ASSIGN_OR_RETURN(int64_t seed,
@@ -166,7 +171,7 @@ void RegisterScanDataset(Registry* r) {
      return DatasetPtr(std::make_shared<ScanDataset>(std::move(args), std::move(*spec),
                                                      std::move(state),
                                                      static_cast<uint64_t>(seed)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

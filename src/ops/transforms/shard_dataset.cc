@@ -112,8 +112,14 @@ Result<IteratorPtr> ShardDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterShardDataset(Registry* r) {
-  r->RegisterOp("Shard", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Shard", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Shard")
+          .Summary("Every num_shards-th element, starting at index.")
+          .Inputs(1)
+          .Attr("num_shards", AttrType::kInt, "Shards, > 0.")
+          .Attr("index", AttrType::kInt, "This shard, in [0, num_shards).")
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t num_shards,
                              GetAttr<int64_t>(args.attrs, "Shard", "num_shards"));
      SLUICE_ASSIGN_OR_RETURN(int64_t index,
@@ -130,7 +136,7 @@ void RegisterShardDataset(Registry* r) {
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<ShardDataset>(std::move(args), std::move(spec),
                                                       num_shards, index));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

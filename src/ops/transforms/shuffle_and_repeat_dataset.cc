@@ -180,8 +180,20 @@ Result<IteratorPtr> ShuffleAndRepeatDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterShuffleAndRepeatDataset(Registry* r) {
-  r->RegisterOp(kOp, [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity(kOp, args, 1, 0));
+  r->RegisterOp(
+      OpDef(kOp)
+          .Summary("Shuffle then Repeat fused: the buffer carries over between epochs.")
+          .Inputs(1)
+          .Attr("buffer_size", AttrType::kInt, "Elements in the shuffle buffer, > 0.")
+          .Attr("seed", AttrType::kInt, "Seed of the shuffle.")
+          .Attr("reshuffle_each_iteration", AttrType::kBool, true,
+                "Shuffle each epoch (and each iterator) differently.")
+          .Attr("count", AttrType::kInt, int64_t{-1}, "Epochs; -1 repeats forever.")
+          .Traits({.buffering = true,
+                   .random = true,
+                   .seed_mix = SeedMix::kWhenAttrTrue,
+                   .seed_mix_attr = "reshuffle_each_iteration"}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, kOp, "buffer_size"));
      SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttr<int64_t>(args.attrs, kOp, "seed"));
      SLUICE_ASSIGN_OR_RETURN(bool reshuffle, GetAttrOr<bool>(args.attrs, kOp,
@@ -194,7 +206,7 @@ void RegisterShuffleAndRepeatDataset(Registry* r) {
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<ShuffleAndRepeatDataset>(
          std::move(args), std::move(spec), bs, static_cast<uint64_t>(seed), reshuffle, count));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

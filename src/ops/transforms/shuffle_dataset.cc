@@ -76,8 +76,19 @@ Result<IteratorPtr> ShuffleDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterShuffleDataset(Registry* r) {
-  r->RegisterOp("Shuffle", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Shuffle", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Shuffle")
+          .Summary("Its input in random order, drawn from a buffer of buffer_size elements.")
+          .Inputs(1)
+          .Attr("buffer_size", AttrType::kInt, "Elements in the shuffle buffer, > 0.")
+          .Attr("seed", AttrType::kInt, "Seed of the shuffle.")
+          .Attr("reshuffle_each_iteration", AttrType::kBool, true,
+                "Shuffle each epoch (and each iterator) differently.")
+          .Traits({.buffering = true,
+                   .random = true,
+                   .seed_mix = SeedMix::kWhenAttrTrue,
+                   .seed_mix_attr = "reshuffle_each_iteration"}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t bs,
                              GetAttr<int64_t>(args.attrs, "Shuffle", "buffer_size"));
      SLUICE_ASSIGN_OR_RETURN(int64_t seed,
@@ -92,7 +103,7 @@ void RegisterShuffleDataset(Registry* r) {
      ElementSpec spec = args.inputs[0]->element_spec();
      return DatasetPtr(std::make_shared<ShuffleDataset>(
          std::move(args), std::move(spec), bs, static_cast<uint64_t>(seed), reshuffle));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -149,7 +149,6 @@ Result<IteratorPtr> TakeSkipDataset::MakeIteratorInternal(
 }
 
 Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool take) {
-  SLUICE_RETURN_IF_ERROR(CheckArity(op, args, 1, 0));
   SLUICE_ASSIGN_OR_RETURN(int64_t count, GetAttr<int64_t>(args.attrs, op, "count"));
   ElementSpec spec = args.inputs[0]->element_spec();
   return DatasetPtr(std::make_shared<TakeSkipDataset>(op, std::move(args),
@@ -159,12 +158,17 @@ Result<DatasetPtr> Make(const std::string& op, OpArgs args, bool take) {
 }  // namespace
 
 void RegisterTakeSkipDataset(Registry* r) {
-  r->RegisterOp("Take", [](OpArgs a) {
-     return Make("Take", std::move(a), true);
-   }).IgnoreError();
-  r->RegisterOp("Skip", [](OpArgs a) {
-     return Make("Skip", std::move(a), false);
-   }).IgnoreError();
+  auto def = [](std::string op, std::string summary) {
+    return OpDef(std::move(op))
+        .Summary(std::move(summary))
+        .Inputs(1)
+        .Attr("count", AttrType::kInt, "Elements; -1: all.")
+        .Traits({.seed_mix = SeedMix::kNone});
+  };
+  r->RegisterOp(def("Take", "The first count elements of its input."),
+                [](OpArgs a) { return Make("Take", std::move(a), true); });
+  r->RegisterOp(def("Skip", "Its input without the first count elements."),
+                [](OpArgs a) { return Make("Skip", std::move(a), false); });
 }
 
 }  // namespace sluice

@@ -104,11 +104,15 @@ Result<IteratorPtr> UnbatchDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterUnbatchDataset(Registry* r) {
-  r->RegisterOp("Unbatch", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Unbatch", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Unbatch")
+          .Summary("Splits each element along dimension 0 into its rows.")
+          .Inputs(1)
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      ElementSpec spec = UnbatchedSpec(args.inputs[0]->element_spec());
      return DatasetPtr(std::make_shared<UnbatchDataset>(std::move(args), std::move(spec)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -185,8 +185,17 @@ Result<IteratorPtr> WindowDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterWindowDataset(Registry* r) {
-  r->RegisterOp("Window", [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_RETURN_IF_ERROR(CheckArity("Window", args, 1, 0));
+  r->RegisterOp(
+      OpDef("Window")
+          .Summary("Windows of size elements taken every shift elements, each component "
+                   "stacked.")
+          .Inputs(1)
+          .Attr("size", AttrType::kInt, "Elements per window, > 0.")
+          .OptionalAttr("shift", AttrType::kInt, "Elements between window starts (default: size).")
+          .Attr("stride", AttrType::kInt, int64_t{1}, "Distance between a window's members.")
+          .Attr("drop_remainder", AttrType::kBool, false, "Drop windows smaller than size.")
+          .Traits({.buffering = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t size,
                              GetAttr<int64_t>(args.attrs, "Window", "size"));
      SLUICE_ASSIGN_OR_RETURN(int64_t shift,
@@ -211,7 +220,7 @@ void RegisterWindowDataset(Registry* r) {
      ElementSpec spec = BatchedSpec(args.inputs[0]->element_spec(), drop ? size : -1);
      return DatasetPtr(std::make_shared<WindowDataset>(std::move(args), std::move(spec),
                                                        size, shift, stride, drop));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice

@@ -125,10 +125,12 @@ Result<IteratorPtr> ZipDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterZipDataset(Registry* r) {
-  r->RegisterOp("Zip", [](OpArgs args) -> Result<DatasetPtr> {
-     if (args.inputs.empty())
-       return InvalidArgumentError("Zip: needs at least one input");
-     if (!args.functions.empty()) return InvalidArgumentError("Zip: takes no functions");
+  r->RegisterOp(
+      OpDef("Zip")
+          .Summary("Elements of its inputs side by side (their components concatenated).")
+          .VariadicInputs(1)
+          .Traits({.seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
      ElementSpec spec;
      std::vector<const Names*> names;
      for (const DatasetPtr& in : args.inputs) {
@@ -143,7 +145,7 @@ void RegisterZipDataset(Registry* r) {
      }
      if (!spec.unknown) spec.names = ConcatNames(names);
      return DatasetPtr(std::make_shared<ZipDataset>(std::move(args), std::move(spec)));
-   }).IgnoreError();
+   });
 }
 
 }  // namespace sluice
