@@ -67,15 +67,8 @@ Result<BenchResult> TimePipeline(const Dataset& ds, const BenchArgs& args, std::
   r.items = items;
   r.seconds = seconds;
   r.items_per_second = items / seconds;
-  PipelineStats stats = it->Snapshot();
-  r.extra["cpu_budget"] = stats.cpu_budget;
-  r.extra["peak_buffered_mb"] = stats.peak_buffered_bytes / 1e6;
-  nlohmann::json ops = nlohmann::json::array();
-  for (const IteratorStats& s : stats.nodes) {
-    ops.push_back({{"name", s.name}, {"cpu_ms", s.cpu_ns / 1e6}, {"produced", s.elements_produced},
-                   {"parallelism", s.parallelism}});
-  }
-  r.extra["ops"] = std::move(ops);
+  // The stats plane in its one schema (include/sluice/stats.h).
+  r.extra["stats"] = nlohmann::json::parse(StatsToJson(it->Snapshot()));
   nlohmann::json knobs = nlohmann::json::array();
   for (const TunedParameter& p : it->TunedParameters()) {
     knobs.push_back({{"prefix", p.prefix}, {"op", p.op}, {"name", p.name}, {"value", p.value}});

@@ -236,17 +236,8 @@ int RunDemo(const std::string& dir, const std::string& imagenet_dir, int64_t bat
     j["checkpoint_save_ms"] = save_ms;
     j["checkpoint_restore_matches"] = restore_ok;
     j["sequential_images_per_second"] = sequential;
-    j["cpu_budget"] = final_stats.cpu_budget;
-    j["peak_buffered_bytes"] = final_stats.peak_buffered_bytes;
-    for (const IteratorStats& s : final_stats.nodes) {
-      j["iterators"].push_back({{"op", s.name},
-                                {"prefix", s.prefix},
-                                {"produced", s.elements_produced},
-                                {"cpu_ns", s.cpu_ns},
-                                {"wall_ns", s.wall_ns},
-                                {"bytes_produced", s.bytes_produced},
-                                {"parallelism", s.parallelism}});
-    }
+    // The stats plane in its one schema (include/sluice/stats.h).
+    j["stats"] = nlohmann::json::parse(StatsToJson(final_stats));
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("  done     : %ld batches, %ld images in %.2f s = %.0f images/s (%ld threads)\n",

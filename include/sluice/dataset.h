@@ -43,6 +43,7 @@
 #include "sluice/element.h"
 #include "sluice/options.h"
 #include "sluice/random.h"
+#include "sluice/stats.h"
 #include "sluice/status.h"
 #include "sluice/tensor.h"
 
@@ -210,6 +211,7 @@ class Function {
 };
 
 class Iterator;
+class SpanRecorder;
 
 // How an iterator runs: the CPU and RAM budgets of its pipeline (tf.data's
 // Options.threading and autotune.ram_budget). One pipeline = one top-level iterator: it owns
@@ -232,18 +234,12 @@ struct RuntimeOptions {
   // Where AUTOTUNE parallelism starts. 0: the CPU budget (as tf.data); the tuner then
   // moves it.
   int64_t initial_parallelism = 0;
+  // Receives a span for every GetNext of every iterator of the pipeline (the profiler's
+  // hook, src/runtime/span.h); not owned, must outlive the iterator. Null: nothing is
+  // recorded and the hook costs one branch per call.
+  SpanRecorder* span_recorder = nullptr;
   // The runtime view of user-facing Options (defaults resolved later by the Runtime).
   static RuntimeOptions FromOptions(const Options& options);
-};
-
-// One tuned knob of a live pipeline (Iterator::TunedParameters).
-struct TunedParameter {
-  std::string prefix;  // the iterator, e.g. "Root/Prefetch[0]/MapAndBatch[0]"
-  std::string name;    // "parallelism", "buffer_size", "cycle_length", ...
-  int64_t value = 0;
-  int64_t min = 0;
-  int64_t max = 0;
-  std::string op;      // the operator, e.g. "MapAndBatch"
 };
 
 // An immutable pipeline definition: a node of the dataset graph plus its inputs.
@@ -402,39 +398,6 @@ class Dataset {
   struct OptimizedGraph;
   Result<std::shared_ptr<const OptimizedGraph>> Optimized() const;
   std::shared_ptr<OptimizedGraph> optimized_;
-};
-
-// Statistics of one live iterator (a node of the iterator tree), read from the stats plane.
-// Times and byte counts are estimates from sampled calls (docs/runtime.md), counts are
-// exact.
-struct IteratorStats {
-  std::string name;    // op name, e.g. "Map"
-  std::string prefix;  // its place in the tree, e.g. "Root/Batch[0]/Map[0]"
-  int parent = -1;     // index of the parent in the snapshot's list; -1 for the root
-  bool async = false;  // runs its input on its own threads (prefetch, parallel ops)
-  int64_t elements_produced = 0;
-  int64_t elements_consumed = 0;  // produced by its inputs (including finished ones)
-  int64_t elements_skipped = 0;   // ignore_errors: failed elements dropped
-  int64_t cpu_ns = 0;   // CPU time of this op's own work, its inputs excluded
-  int64_t wall_ns = 0;  // time callers spent in its GetNext (inputs included)
-  int64_t bytes_produced = 0;
-  int64_t bytes_consumed = 0;
-  int64_t buffered_bytes = 0;     // held in its buffer now
-  int64_t buffered_elements = 0;
-  int64_t buffer_limit = 0;       // elements its buffer may hold (0: unbuffered)
-  int64_t parallelism = 0;        // concurrent calls in use (0: sequential)
-  int64_t file_bytes_read = 0;    // bytes read from files (sources)
-};
-
-// A snapshot of a pipeline: its live iterator tree (root first, pre-order) and budgets.
-struct PipelineStats {
-  int64_t uptime_ns = 0;            // since the iterator was made
-  int64_t cpu_budget = 0;           // threads in the pool
-  int64_t ram_budget = 0;           // bytes; 0 = unlimited
-  int64_t buffered_bytes = 0;       // reserved by buffers now
-  int64_t peak_buffered_bytes = 0;  // high-water mark of buffered_bytes
-  int64_t budget_overshoot_bytes = 0;  // worst excess over ram_budget (docs/runtime.md)
-  std::vector<IteratorStats> nodes;
 };
 
 class Runtime;

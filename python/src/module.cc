@@ -1027,22 +1027,9 @@ PYBIND11_MODULE(_sluice, m) {
         return out;
       })
       .def("stats", [](PyIterator& self) {
-        PipelineStats s = self.Live().Snapshot();
-        py::dict d;
-        d["uptime_ns"] = s.uptime_ns; d["cpu_budget"] = s.cpu_budget;
-        d["ram_budget"] = s.ram_budget; d["peak_buffered_bytes"] = s.peak_buffered_bytes;
-        py::list nodes;
-        for (const IteratorStats& n : s.nodes) {
-          py::dict e;
-          e["name"] = n.name; e["prefix"] = n.prefix;
-          e["elements_produced"] = n.elements_produced;
-          e["elements_skipped"] = n.elements_skipped;
-          e["cpu_ns"] = n.cpu_ns; e["wall_ns"] = n.wall_ns;
-          e["parallelism"] = n.parallelism;
-          nodes.append(e);
-        }
-        d["nodes"] = nodes;
-        return d;
+        // The stats plane in its one schema (include/sluice/stats.h), as a dict.
+        const std::string json = StatsToJson(self.Live().Snapshot());
+        return py::module_::import("json").attr("loads")(json);
       });
 
   // ---- Dataset ----

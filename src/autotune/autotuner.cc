@@ -88,25 +88,20 @@ bool Autotuner::Round() {
   const PipelineStats stats = snapshot_();
   if (stats.nodes.empty()) return false;
   // The window since the last round: throughput and the consumer's own time.
-  const IteratorStats& root = stats.nodes[0];
-  const int64_t dt = stats.uptime_ns - last_uptime_ns_;
-  const int64_t droot = root.elements_produced - last_root_produced_;
-  const int64_t dwall = root.wall_ns - last_root_wall_ns_;
-  if (droot < 0) {  // the tree was swapped (Restore): start the window again
-    last_uptime_ns_ = stats.uptime_ns;
-    last_root_produced_ = root.elements_produced;
-    last_root_wall_ns_ = root.wall_ns;
+  const StatsDelta delta = window_.Delta(stats);
+  if (delta.restarted) {  // the tree was swapped (Restore): start the window again
+    window_.Reset(stats);
     return false;
   }
+  const IteratorStats& root = delta.nodes[0];
+  const int64_t dt = delta.duration_ns;
+  const int64_t droot = root.elements_produced;
+  const int64_t dwall = root.wall_ns;
   if (droot >= 2 && dt > 0) {
     consumer_ns_ = std::max<double>(0, static_cast<double>(dt - dwall)) / droot;
   }
   const double measured = dt > 0 ? droot * 1e9 / dt : 0;
-  if (droot >= 2 || dt > 1000000000) {
-    last_uptime_ns_ = stats.uptime_ns;
-    last_root_produced_ = root.elements_produced;
-    last_root_wall_ns_ = root.wall_ns;
-  }
+  if (droot >= 2 || dt > 1000000000) window_.Reset(stats);
 
   const Model model = Model::Build(stats, knobs, consumer_ns_);
   if (!model.ready()) return false;

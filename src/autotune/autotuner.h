@@ -89,10 +89,8 @@ class Autotuner {
   bool started_ = false;      // GUARDED_BY(mu_)
   std::thread thread_;        // GUARDED_BY(mu_) until started, then joined by ~Autotuner
 
-  // Tuning thread only: the previous round's figures.
-  int64_t last_uptime_ns_ = 0;
-  int64_t last_root_produced_ = 0;
-  int64_t last_root_wall_ns_ = 0;
+  // Tuning thread only: the window since the previous round's figures.
+  StatsWindow window_;
   double consumer_ns_ = 0;
 };
 

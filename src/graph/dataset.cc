@@ -481,6 +481,7 @@ Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
     const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
     const RuntimeOptions& options) {
   auto runtime = std::make_shared<Runtime>(options);
+  runtime->SetGraph(graph);
   SLUICE_ASSIGN_OR_RETURN(
       IteratorPtr root,
       graph->MakeIterator(RootContext(instance, runtime.get()), std::string(kRootPrefix)));

@@ -1,6 +1,7 @@
 #include "graph/dataset_node.h"
 
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 
@@ -19,8 +20,41 @@ bool DatasetNode::IsReplayable() const {
 Result<IteratorPtr> DatasetNode::MakeIterator(const IteratorContext& ctx,
                                                                 const std::string& prefix) const {
   SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, MakeIteratorInternal(ctx, prefix));
+  const Runtime* rt = ctx.runtime();
+  it->node_id_ = rt->NodeId(this);
+  it->spans_ = rt->span_recorder();
   SLUICE_RETURN_IF_ERROR(it->Initialize(ctx));
   return it;
+}
+
+std::vector<DatasetPtr> GraphNodesInIdOrder(const DatasetPtr& root) {
+  // Iterative post-order (deep graphs must not overflow the stack): a node is emitted once
+  // all its inputs are, inputs visited in order, each node once.
+  std::vector<DatasetPtr> order;
+  std::unordered_map<const DatasetNode*, bool> state;  // false: open, true: emitted
+  std::vector<std::pair<DatasetPtr, size_t>> stack;
+  if (root == nullptr) return order;
+  stack.emplace_back(root, 0);
+  state[root.get()] = false;
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs().size()) {
+      const DatasetPtr& in = node->inputs()[next++];
+      if (in != nullptr && state.emplace(in.get(), false).second) stack.emplace_back(in, 0);
+      continue;
+    }
+    state[node.get()] = true;
+    order.push_back(node);
+    stack.pop_back();
+  }
+  return order;
+}
+
+NodeIdMap GraphNodeIds(const DatasetPtr& root) {
+  NodeIdMap ids;
+  int64_t id = 0;
+  for (const DatasetPtr& n : GraphNodesInIdOrder(root)) ids.emplace(n.get(), id++);
+  return ids;
 }
 
 int64_t CardinalityTimes(int64_t c, int64_t count) {

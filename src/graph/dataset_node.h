@@ -15,6 +15,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sluice/dataset.h"
@@ -77,6 +78,15 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   ElementSpec spec_;
   mutable std::atomic<int64_t> instances_{0};
 };
+
+// The id of every node of the graph under `root`: its position in the GraphDef that
+// SerializeDataset writes (post-order: inputs before their consumers, in input order; a
+// shared node once). The stats plane (IteratorStats::node_id), `sluice spec show` and the
+// serializer all use these ids.
+using NodeIdMap = std::unordered_map<const DatasetNode*, int64_t>;
+NodeIdMap GraphNodeIds(const DatasetPtr& root);
+// The nodes in id order (GraphNodeIds' order).
+std::vector<DatasetPtr> GraphNodesInIdOrder(const DatasetPtr& root);
 
 // Cardinality arithmetic helpers shared by ops.
 int64_t CardinalityTimes(int64_t c, int64_t count);  // repeat

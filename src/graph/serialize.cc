@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "graph/registry.h"
@@ -492,16 +493,16 @@ std::string AttrsDebugString(const AttrMap& attrs) {
   return s;
 }
 
-void PrintNode(const DatasetPtr& node, int indent, std::map<const DatasetNode*, int>* seen,
-               std::ostringstream& os) {
+// `ids` are the GraphDef ids (GraphNodeIds), so `#id` is what the serialized graph and
+// the stats plane (IteratorStats::node_id) call the node.
+void PrintNode(const DatasetPtr& node, int indent, const NodeIdMap& ids,
+               std::set<const DatasetNode*>* printed, std::ostringstream& os) {
   const std::string pad(2 * indent, ' ');
-  auto it = seen->find(node.get());
-  if (it != seen->end()) {
-    os << pad << node->op() << " (see #" << it->second << ")\n";
+  const int64_t id = ids.at(node.get());
+  if (!printed->insert(node.get()).second) {
+    os << pad << node->op() << " (see #" << id << ")\n";
     return;
   }
-  const int id = static_cast<int>(seen->size());
-  seen->emplace(node.get(), id);
   os << pad << "#" << id << " " << node->op() << "(" << AttrsDebugString(node->attrs()) << ")\n";
   for (const Function& f : node->functions()) {
     os << pad << "    fn: ";
@@ -511,7 +512,7 @@ void PrintNode(const DatasetPtr& node, int indent, std::map<const DatasetNode*, 
       os << "<local callable '" << f.name() << "'>\n";
     }
   }
-  for (const DatasetPtr& in : node->inputs()) PrintNode(in, indent + 1, seen, os);
+  for (const DatasetPtr& in : node->inputs()) PrintNode(in, indent + 1, ids, printed, os);
 }
 
 }  // namespace
@@ -519,8 +520,8 @@ void PrintNode(const DatasetPtr& node, int indent, std::map<const DatasetNode*, 
 std::string DatasetGraphDebugString(const Dataset& dataset) {
   if (!dataset.ok()) return "<invalid dataset: " + dataset.status().ToString() + ">\n";
   std::ostringstream os;
-  std::map<const DatasetNode*, int> seen;
-  PrintNode(dataset.node(), 0, &seen, os);
+  std::set<const DatasetNode*> printed;
+  PrintNode(dataset.node(), 0, GraphNodeIds(dataset.node()), &printed, os);
   return os.str();
 }
 

@@ -50,24 +50,6 @@ OpDef WithParallelAttrs(OpDef def) {
             "pipeline's Options.deterministic.");
 }
 
-int64_t StaticElementBytes(const ElementSpec& spec) {
-  if (spec.unknown) return -1;
-  // Past 2^62 bytes (a spec no element can fill; an IDX file of 0 rows may declare one)
-  // the size counts as unknown, so that budgets never add or multiply overflowing sizes.
-  constexpr int64_t kMaxBytes = int64_t{1} << 62;
-  int64_t total = 0;
-  for (const TensorSpec& t : spec.components) {
-    if (t.dtype == DType::kString || !t.shape.fully_defined()) return -1;
-    int64_t n = static_cast<int64_t>(DTypeSize(t.dtype));
-    for (int64_t d : t.shape.dims()) {
-      if (__builtin_mul_overflow(n, d, &n) || n > kMaxBytes) return -1;
-    }
-    total += n;
-    if (total > kMaxBytes) return -1;
-  }
-  return total;
-}
-
 int64_t ResolveParallelism(int64_t value, const Runtime& rt) {
   return value == kAutotune ? std::max<int64_t>(1, rt.initial_parallelism())
                             : std::max<int64_t>(1, value);
@@ -125,7 +107,7 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
 
 void AsyncBufferIterator::set_parallelism(int64_t p) {
   parallelism_.store(std::max<int64_t>(1, p), std::memory_order_relaxed);
-  stats().parallelism.store(parallelism(), std::memory_order_relaxed);
+  RecordParallelism(parallelism());
   if (capacity_follows_) set_capacity(processor_->Capacity(parallelism()));
   std::vector<Part> start;
   {
@@ -137,7 +119,7 @@ void AsyncBufferIterator::set_parallelism(int64_t p) {
 
 void AsyncBufferIterator::set_capacity(int64_t c) {
   capacity_.store(std::max<int64_t>(1, c), std::memory_order_relaxed);
-  stats().buffer_limit.store(capacity(), std::memory_order_relaxed);
+  RecordBufferLimit(capacity());
   std::lock_guard<std::mutex> l(mu_);
   runner_cv_.notify_all();
 }
@@ -350,8 +332,7 @@ void AsyncBufferIterator::PublishGaugesLocked() {
     bytes += s->reserved;
     ready += s->done ? 1 : 0;
   }
-  stats().buffered_bytes.store(bytes, std::memory_order_relaxed);
-  stats().buffered_elements.store(ready, std::memory_order_relaxed);
+  RecordBuffered(bytes, ready);
 }
 
 Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {

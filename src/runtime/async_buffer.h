@@ -241,9 +241,6 @@ struct ParallelAttrs {
 Result<ParallelAttrs> GetParallelAttrs(const std::string& op, const AttrMap& attrs);
 // `def` with the attributes GetParallelAttrs reads declared.
 OpDef WithParallelAttrs(OpDef def);
-// The exact bytes of every element of `spec` when it is fully shaped and numeric and at
-// most 2^62 bytes, else -1.
-int64_t StaticElementBytes(const ElementSpec& spec);
 // Resolves a parallelism attribute for a runtime: kAutotune starts at
 // rt.initial_parallelism() (the CPU budget unless set).
 int64_t ResolveParallelism(int64_t value, const Runtime& rt);

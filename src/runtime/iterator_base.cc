@@ -56,6 +56,20 @@ Result<std::optional<Element>> IteratorBase::GetNextTimed() {
   return r;
 }
 
+Result<std::optional<Element>> IteratorBase::GetNextSpanned() {
+  Span span;
+  span.node_id = node_id_;
+  span.prefix = prefix_;
+  span.index = stats_.elements_produced.load(std::memory_order_relaxed);
+  span.start_ns = MonotonicNs();
+  Result<std::optional<Element>> r = stats_.ShouldSample() ? GetNextTimed() : GetNextInternal();
+  span.end_ns = MonotonicNs();
+  span.produced = r.ok() && r->has_value();
+  span.error = !r.ok();
+  spans_->Record(span);
+  return r;
+}
+
 void IteratorBase::Cancel() {
   std::lock_guard<std::mutex> l(children_mu_);
   for (IteratorBase* c : children_) c->Cancel();
@@ -123,6 +137,9 @@ void IteratorBase::CollectStats(std::vector<IteratorStats>* out, int parent) con
     IteratorStats s;
     s.name = node_->op();
     s.prefix = prefix_;
+    s.node_id = node_id_;
+    s.cardinality = node_->Cardinality();
+    s.static_bytes_per_element = StaticElementBytes(node_->element_spec());
     s.parent = parent;
     s.async = async();
     const auto get = [](const std::atomic<int64_t>& a) { return a.load(std::memory_order_relaxed); };

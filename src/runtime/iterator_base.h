@@ -33,6 +33,7 @@
 #include "graph/dataset_node.h"
 #include "runtime/checkpoint.h"
 #include "runtime/node_stats.h"
+#include "runtime/span.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -70,8 +71,11 @@ class IteratorBase {
   Result<std::optional<Element>> GetNext() {
     // One named return object (NRVO), initialized from either prvalue: a second return
     // path would cost a Result move per call per operator, most of the per-element budget.
-    Result<std::optional<Element>> r =
-        stats_.ShouldSample() ? GetNextTimed() : GetNextInternal();
+    // The span hook (src/runtime/span.h) is one predictable branch when no recorder is
+    // attached.
+    Result<std::optional<Element>> r = spans_ != nullptr       ? GetNextSpanned()
+                                       : stats_.ShouldSample() ? GetNextTimed()
+                                                               : GetNextInternal();
     if (r.ok()) [[likely]] {
       if (r->has_value()) stats_.CountProduced();
     } else {
@@ -88,6 +92,8 @@ class IteratorBase {
   void DetachFromParent();
 
   const std::string& prefix() const { return prefix_; }
+  // The id of this iterator's graph node (IteratorStats::node_id); -1 outside the graph.
+  int64_t node_id() const { return node_id_; }
   const DatasetNode& node() const { return *node_; }
   const DatasetPtr& node_ptr() const { return node_; }
   NodeStats& stats() { return stats_; }
@@ -105,6 +111,35 @@ class IteratorBase {
   virtual bool async() const { return false; }
 
  protected:
+  // ---- Recording into the stats plane (the only way ops write their NodeStats) ----
+  // A buffer's contents: an element of `bytes` entered or left it.
+  void RecordBufferEnqueue(int64_t bytes) {
+    stats_.buffered_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    stats_.buffered_elements.fetch_add(1, std::memory_order_relaxed);
+  }
+  void RecordBufferDequeue(int64_t bytes) {
+    stats_.buffered_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    stats_.buffered_elements.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // A buffer's contents, set at once (ops that recount them).
+  void RecordBuffered(int64_t bytes, int64_t elements) {
+    stats_.buffered_bytes.store(bytes, std::memory_order_relaxed);
+    stats_.buffered_elements.store(elements, std::memory_order_relaxed);
+  }
+  // Elements the buffer may hold (0: unbuffered) and concurrent calls in use.
+  void RecordBufferLimit(int64_t elements) {
+    stats_.buffer_limit.store(elements, std::memory_order_relaxed);
+  }
+  void RecordParallelism(int64_t calls) {
+    stats_.parallelism.store(calls, std::memory_order_relaxed);
+  }
+  // Bytes read from files, as a running total of this iterator (sources).
+  void RecordFileBytesRead(int64_t total) {
+    stats_.file_bytes_read.store(total, std::memory_order_relaxed);
+  }
+  // An element dropped because computing it failed (ignore_errors).
+  void RecordSkipped() { stats_.elements_skipped.fetch_add(1, std::memory_order_relaxed); }
+
   virtual Result<std::optional<Element>> GetNextInternal() = 0;
   virtual Status SaveInternal(CheckpointWriter* w) const = 0;
   virtual Status RestoreInternal(const CheckpointReader& r) = 0;
@@ -125,12 +160,17 @@ class IteratorBase {
  private:
   // GetNextInternal, timed for the stats plane (a sampled call).
   Result<std::optional<Element>> GetNextTimed();
+  // GetNextInternal reported to the span recorder (sampled for the stats plane as usual).
+  Result<std::optional<Element>> GetNextSpanned();
   friend class DatasetNode;
   void Link(IteratorBase* child) const;
   void Unlink(IteratorBase* child) const;
 
   DatasetPtr node_;
   std::string prefix_;
+  // Set by DatasetNode::MakeIterator from the pipeline's Runtime.
+  int64_t node_id_ = -1;
+  SpanRecorder* spans_ = nullptr;
   mutable NodeStats stats_;  // mutable: Unlink (const) leaves dead children's totals here
   mutable std::mutex children_mu_;
   mutable std::vector<IteratorBase*> children_;  // GUARDED_BY(children_mu_)

@@ -74,4 +74,22 @@ int64_t NodeStats::EstimatedTaskCpuNs() const {
                task_calls.load(std::memory_order_relaxed));
 }
 
+int64_t StaticElementBytes(const ElementSpec& spec) {
+  if (spec.unknown) return -1;
+  // Past 2^62 bytes (a spec no element can fill; an IDX file of 0 rows may declare one)
+  // the size counts as unknown, so that budgets never add or multiply overflowing sizes.
+  constexpr int64_t kMaxBytes = int64_t{1} << 62;
+  int64_t total = 0;
+  for (const TensorSpec& t : spec.components) {
+    if (t.dtype == DType::kString || !t.shape.fully_defined()) return -1;
+    int64_t n = static_cast<int64_t>(DTypeSize(t.dtype));
+    for (int64_t d : t.shape.dims()) {
+      if (__builtin_mul_overflow(n, d, &n) || n > kMaxBytes) return -1;
+    }
+    total += n;
+    if (total > kMaxBytes) return -1;
+  }
+  return total;
+}
+
 }  // namespace sluice

@@ -30,6 +30,7 @@
 namespace sluice {
 
 class Element;
+struct ElementSpec;
 
 inline int64_t ThreadCpuNs() {
   timespec ts;
@@ -43,6 +44,9 @@ inline int64_t MonotonicNs() {
 }
 // Bytes held by an element's tensors (string tensors: their strings' bytes).
 int64_t ElementBytes(const Element& e);
+// The exact bytes of every element of `spec` when it is fully shaped and numeric and at
+// most 2^62 bytes, else -1 (a node's static fact in the stats plane; buffer estimates).
+int64_t StaticElementBytes(const ElementSpec& spec);
 
 struct NodeStats {
   // Fraction of a node's time that timing may cost, and the cost of one timed call.

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 
+#include "graph/dataset_node.h"
 #include "runtime/executor.h"
 #include "runtime/memory_budget.h"
 #include "runtime/tunable.h"
@@ -43,6 +44,15 @@ class Runtime {
   // AUTOTUNE parallelism is the CPU budget).
   static Runtime* Default();
 
+  // The ids of the graph's nodes (GraphNodeIds of the graph this pipeline runs), set once
+  // before the iterator tree is made; NodeId is -1 for a node outside it.
+  void SetGraph(const DatasetPtr& graph) { node_ids_ = GraphNodeIds(graph); }
+  int64_t NodeId(const DatasetNode* node) const {
+    auto it = node_ids_.find(node);
+    return it == node_ids_.end() ? -1 : it->second;
+  }
+  SpanRecorder* span_recorder() const { return options_.span_recorder; }
+
   // The value of a tri-state `deterministic` attribute (-1: unset, 0, 1).
   bool Deterministic(int64_t attr) const {
     return attr < 0 ? options_.deterministic : attr != 0;
@@ -52,6 +62,7 @@ class Runtime {
   RuntimeOptions options_;
   MemoryBudget memory_;
   TunableRegistry tunables_;
+  NodeIdMap node_ids_;
   std::once_flag executor_once_;
   std::unique_ptr<Executor> executor_;
 };

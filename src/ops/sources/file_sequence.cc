@@ -107,9 +107,7 @@ class FileSequenceIterator : public IteratorBase {
         SLUICE_RETURN_IF_ERROR(OpenCurrent());
       }
       auto got = reader_->ReadRecord(out);
-      stats().file_bytes_read.store(
-          closed_files_bytes_ + static_cast<int64_t>(reader_->BytesReadFromDisk()),
-          std::memory_order_relaxed);
+      RecordFileBytesRead(closed_files_bytes_ + static_cast<int64_t>(reader_->BytesReadFromDisk()));
       if (!got.ok()) {
         if (reader_->EndedByError()) NextFile();
         return got.status().WithContext(node().op());

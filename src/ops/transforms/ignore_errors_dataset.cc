@@ -46,7 +46,7 @@ class IgnoreErrorsIterator : public UnaryIterator {
         return r.status().WithContext(
             "IgnoreErrors: the input keeps failing with the same error");
       }
-      stats().elements_skipped.fetch_add(1, std::memory_order_relaxed);
+      RecordSkipped();
       last = r.status();
     }
   }

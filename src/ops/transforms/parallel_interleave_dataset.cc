@@ -193,11 +193,8 @@ class ParallelInterleaveIterator : public IteratorBase {
       std::lock_guard<std::mutex> l(mu_);
       estimate_ = StaticElementBytes(node().element_spec());
     }
-    stats().parallelism.store(worker_limit_.load(std::memory_order_relaxed),
-                              std::memory_order_relaxed);
-    stats().buffer_limit.store(
-        SatMul(SatAdd(cycle_length_, max_futures_), buffer_per_input_),
-        std::memory_order_relaxed);
+    RecordParallelism(worker_limit_.load(std::memory_order_relaxed));
+    RecordBufferLimit(SatMul(SatAdd(cycle_length_, max_futures_), buffer_per_input_));
     SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
     return Status::OK();
   }
@@ -218,8 +215,7 @@ class ParallelInterleaveIterator : public IteratorBase {
   // Workers that may run jobs at once, in [1, num_workers_] (thread-safe).
   void SetParallelism(int64_t v) {
     worker_limit_.store(std::clamp<int64_t>(v, 1, num_workers_), std::memory_order_relaxed);
-    stats().parallelism.store(worker_limit_.load(std::memory_order_relaxed),
-                              std::memory_order_relaxed);
+    RecordParallelism(worker_limit_.load(std::memory_order_relaxed));
     {
       std::lock_guard<std::mutex> l(mu_);
     }
@@ -603,8 +599,7 @@ class ParallelInterleaveIterator : public IteratorBase {
   }
 
   void PublishGaugesLocked() {
-    stats().buffered_bytes.store(buffered_bytes_, std::memory_order_relaxed);
-    stats().buffered_elements.store(buffered_count_, std::memory_order_relaxed);
+    RecordBuffered(buffered_bytes_, buffered_count_);
   }
 
   // ---- Workers ----

@@ -1,0 +1,37 @@
+// The per-element span hook of the stats plane: when a SpanRecorder is attached to a
+// pipeline (RuntimeOptions::span_recorder), every iterator of its tree reports each GetNext
+// call as a Span on the thread that made the call. With no recorder attached the hook costs
+// one predictable branch per GetNext: nothing is timed or recorded. The profiler
+// (src/profiler/) implements recorders; tests use counting ones.
+//
+// Thread-safety: Record is called concurrently from every thread that drives an iterator
+// of the pipeline (the consumer, prefetch runners, pool workers); implementations must be
+// thread-safe and fast (buffer, do not block).
+#ifndef SLUICE_RUNTIME_SPAN_H_
+#define SLUICE_RUNTIME_SPAN_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace sluice {
+
+// One GetNext call of one iterator.
+struct Span {
+  int64_t node_id = -1;      // IteratorStats::node_id of the iterator
+  std::string_view prefix;   // the iterator's place in the tree (valid during Record only)
+  int64_t index = 0;         // the call's position: elements produced before it
+  int64_t start_ns = 0;      // CLOCK_MONOTONIC
+  int64_t end_ns = 0;
+  bool produced = false;     // an element came out (false: end of data or an error)
+  bool error = false;
+};
+
+class SpanRecorder {
+ public:
+  virtual ~SpanRecorder() = default;
+  virtual void Record(const Span& span) = 0;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_RUNTIME_SPAN_H_
