@@ -905,6 +905,13 @@ using namespace sluice::python;  // NOLINT
 
 PYBIND11_MODULE(_sluice, m) {
   m.doc() = "sluice native module (see the sluice package)";
+  // pybind11's numpy support looks numpy's C API up in a function-local static on first
+  // use; the lookup imports numpy, which lets other threads take the GIL. A pipeline
+  // thread holding the GIL that reached the same static would then wait on its guard
+  // while the thread inside waits for the GIL: a deadlock. So initialize it here, once,
+  // under the import's GIL, before any pipeline thread can need it.
+  py::module_::import("numpy");
+  (void)py::detail::npy_api::get();
   g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
   m.def("_register_errors", [](py::dict classes) {

@@ -1,0 +1,60 @@
+"""Hardening: no hang, abort or silent corruption on odd input. Cases that could hang or
+kill the interpreter run in a fresh subprocess with a timeout, so a regression fails the
+test instead of the test run."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import sluice
+from sluice.data import Dataset
+
+
+def run_script(script, timeout=60):
+    """Runs `script` in a fresh interpreter; returns (returncode, stdout, stderr). A hang
+    fails the test (the child is killed)."""
+    try:
+        p = subprocess.run([sys.executable, "-c", textwrap.dedent(script)],
+                           capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ))
+    except subprocess.TimeoutExpired as e:
+        pytest.fail("timed out after %ss (hang); output: %r %r" % (timeout, e.stdout, e.stderr))
+    return p.returncode, p.stdout, p.stderr
+
+
+# ---- parallel Python functions without numpy imported first ----
+
+# Each case runs first thing in a fresh interpreter that has not imported numpy itself, so
+# the first numpy conversion happens on pipeline threads. It used to deadlock.
+PARALLEL_CASES = {
+    "map": ("ds.map(lambda x: x * 2, num_parallel_calls=4)",
+            [2 * i for i in range(40)]),
+    "filter": ("ds.filter(lambda x: x % 2 == 0, num_parallel_calls=4)",
+               list(range(0, 40, 2))),
+    "interleave": ("ds.interleave(lambda x: Dataset.range(x, x + 1), cycle_length=4, "
+                   "num_parallel_calls=4)", list(range(40))),
+    "flat_map": ("ds.flat_map(lambda x: Dataset.range(x, x + 1)).map(lambda x: x + 1, "
+                 "num_parallel_calls=4)", [i + 1 for i in range(40)]),
+    "map_and_batch": ("ds.map_and_batch(lambda x: x * 3, 8, num_parallel_calls=4).unbatch()",
+                      [3 * i for i in range(40)]),
+    "map_then_parallel_batch": ("ds.map(lambda x: (x, x + 1), num_parallel_calls=4)"
+                                ".batch(8, num_parallel_calls=4).unbatch().map(lambda a, b: b)",
+                                [i + 1 for i in range(40)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PARALLEL_CASES))
+def test_parallel_python_function_without_numpy_imported(case):
+    expr, want = PARALLEL_CASES[case]
+    rc, out, err = run_script("""
+        import sys
+        import sluice
+        from sluice.data import Dataset
+        ds = Dataset.range(40)
+        got = sorted(int(v) for v in %s)
+        print(got)
+    """ % expr)
+    assert rc == 0, err
+    assert out.strip() == str(want), (out, err)
