@@ -1,0 +1,81 @@
+// Hardening: input that used to wrap silently, abort the process or hang now gives the
+// right data or a clear error naming the op and the size.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "sluice/serialize.h"
+#include "testing/conformance.h"
+
+namespace sluice {
+namespace {
+
+using testing::CollectOrDie;
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+std::vector<int64_t> Ints(const std::vector<Element>& es) {
+  std::vector<int64_t> out;
+  for (const Element& e : es) out.push_back(e[0].scalar<int64_t>());
+  return out;
+}
+
+// ---- Range near the ends of int64 ----
+
+TEST(RangeOverflow, StepPastInt64MaxEnds) {
+  Dataset ds = Dataset::Range(0, kMax, int64_t{1} << 62);
+  EXPECT_EQ(ds.Cardinality(), 2);
+  EXPECT_EQ(Ints(CollectOrDie(ds.Take(10))), (std::vector<int64_t>{0, int64_t{1} << 62}));
+}
+
+TEST(RangeOverflow, NegativeStepPastInt64MinEnds) {
+  Dataset ds = Dataset::Range(0, kMin, -(int64_t{1} << 62));
+  EXPECT_EQ(ds.Cardinality(), 2);
+  EXPECT_EQ(Ints(CollectOrDie(ds.Take(10))),
+            (std::vector<int64_t>{0, -(int64_t{1} << 62)}));
+}
+
+TEST(RangeOverflow, FullSpanCardinalityAndSkip) {
+  // stop - start overflows int64; Python: len(range(-2**63, 2**63 - 1, 2**62)) == 4.
+  Dataset ds = Dataset::Range(kMin, kMax, int64_t{1} << 62);
+  EXPECT_EQ(ds.Cardinality(), 4);
+  EXPECT_EQ(Ints(CollectOrDie(ds.Take(10))),
+            (std::vector<int64_t>{kMin, kMin / 2, 0, int64_t{1} << 62}));
+  EXPECT_EQ(Ints(CollectOrDie(ds.Skip(3))), (std::vector<int64_t>{int64_t{1} << 62}));
+  EXPECT_TRUE(CollectOrDie(ds.Skip(4).Take(10)).empty());
+  EXPECT_EQ(Dataset::Range(kMax - 1, kMax, 5).Cardinality(), 1);
+  EXPECT_EQ(Ints(CollectOrDie(Dataset::Range(kMax - 1, kMax, 5).Take(10))),
+            (std::vector<int64_t>{kMax - 1}));
+}
+
+// ---- tensor literals out of their dtype's range ----
+
+Status SpecLiteralStatus(const std::string& dtype, const std::string& values) {
+  auto ds = ParsePipelineSpec(R"({"dataset": [{"op": "FromTensorSlices", "attrs": {
+      "components": {"tensors": [{"dtype": ")" + dtype + R"(", "values": )" + values +
+                              "}]}}}]}");
+  return ds.status();
+}
+
+TEST(TensorLiteral, OutOfRangeValueIsAnError) {
+  Status s = SpecLiteralStatus("uint8", "[300, -1]");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("300"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("uint8"), std::string::npos) << s;
+  s = SpecLiteralStatus("uint8", "[1, -1]");
+  EXPECT_NE(s.message().find("-1 is out of range for dtype uint8"), std::string::npos) << s;
+  s = SpecLiteralStatus("int8", "[128]");
+  EXPECT_NE(s.message().find("128 is out of range for dtype int8"), std::string::npos) << s;
+  s = SpecLiteralStatus("int32", "[2147483648]");
+  EXPECT_NE(s.message().find("out of range for dtype int32"), std::string::npos) << s;
+  // The ends of each range are fine.
+  EXPECT_TRUE(SpecLiteralStatus("uint8", "[0, 255]").ok());
+  EXPECT_TRUE(SpecLiteralStatus("int8", "[-128, 127]").ok());
+  EXPECT_TRUE(SpecLiteralStatus("int16", "[-32768, 32767]").ok());
+  EXPECT_TRUE(SpecLiteralStatus("int32", "[-2147483648, 2147483647]").ok());
+}
+
+}  // namespace
+}  // namespace sluice
