@@ -58,3 +58,38 @@ def test_parallel_python_function_without_numpy_imported(case):
     """ % expr)
     assert rc == 0, err
     assert out.strip() == str(want), (out, err)
+
+
+# ---- tracebacks of Python exceptions raised in map functions ----
+
+def _failing(x):
+    if x == 3:
+        raise KeyError("boom at %d" % x)  # the line the traceback must show
+    return x
+
+
+_FAIL_LINE = _failing.__code__.co_firstlineno + 2
+
+
+@pytest.mark.parametrize("parallel", [None, 2])
+def test_map_exception_keeps_traceback(parallel):
+    import traceback
+    ds = Dataset.range(10).map(_failing, num_parallel_calls=parallel)
+    with pytest.raises(sluice.InvalidArgumentError, match="boom at 3") as e:
+        list(ds)
+    cause = e.value.__cause__
+    assert isinstance(cause, KeyError)
+    assert cause.__traceback__ is not None
+    frames = traceback.extract_tb(cause.__traceback__)
+    assert any(f.filename == __file__ and f.lineno == _FAIL_LINE and f.name == "_failing"
+               for f in frames), frames
+
+
+def test_lambda_exception_keeps_traceback():
+    import traceback
+    line = sys._getframe().f_lineno + 1
+    ds = Dataset.range(5).map(lambda x: 1 // (int(x) - 2))
+    with pytest.raises(sluice.InvalidArgumentError, match="ZeroDivisionError") as e:
+        list(ds)
+    frames = traceback.extract_tb(e.value.__cause__.__traceback__)
+    assert any(f.filename == __file__ and f.lineno == line for f in frames), frames
