@@ -50,6 +50,72 @@ TEST(RangeOverflow, FullSpanCardinalityAndSkip) {
             (std::vector<int64_t>{kMax - 1}));
 }
 
+// ---- sizes from attributes: an error, never an abort ----
+
+TEST(HugeSizes, BatchLargerThanItsInputIsOneBatch) {
+  // Used to die in vector::reserve (std::length_error); tf.data gives one batch of 10.
+  std::vector<Element> got = CollectOrDie(Dataset::Range(10).Batch(int64_t{1} << 60));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0][0].num_elements(), 10);
+}
+
+TEST(HugeSizes, EndlessBatchTooLargeForMemoryIsResourceExhausted) {
+  // Used to die of std::bad_alloc; sequential, parallel, padded and map-and-batch alike.
+  Function id = Function::Map("id", [](Element&& e, FunctionContext&) -> Result<Element> {
+    return std::move(e);
+  });
+  const int64_t bs = 1000000000;
+  std::vector<Dataset> cases = {
+      Dataset::Range(10).Repeat().Batch(bs), Dataset::Range(10).Repeat().Batch(bs, false, 2),
+      Dataset::Range(10).Repeat().PaddedBatch(bs, {}, {}, false),
+      Dataset::Range(10).Repeat().MapAndBatch(id, bs, 2, false)};
+  for (Dataset& ds : cases) {
+    auto it = ds.MakeIterator(RuntimeOptions{});
+    ASSERT_TRUE(it.ok()) << it.status();
+    auto r = (*it)->GetNext();
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
+    EXPECT_NE(r.status().message().find("a batch of 1000000000 rows"), std::string::npos)
+        << r.status();
+    EXPECT_NE(r.status().message().find("Batch"), std::string::npos) << r.status();
+  }
+}
+
+TEST(HugeSizes, PadToAbsurdLengthIsRefusedBySpecAndKernel) {
+  auto pad = Function::Kernel("pad", {{"length", int64_t{1000000000000}}});
+  ASSERT_TRUE(pad.ok()) << pad.status();
+  Dataset ds = Dataset::FromTensors(Element{Tensor::FromVector<int64_t>({1, 2})}).Map(*pad);
+  EXPECT_EQ(ds.status().code(), StatusCode::kResourceExhausted) << ds.status();
+  EXPECT_NE(ds.status().message().find("length 1000000000000"), std::string::npos)
+      << ds.status();
+  FunctionContext ctx(0, 0);
+  auto r = (*pad)(Element{Tensor::FromVector<int64_t>({1, 2})}, ctx);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
+  // Below the size limit but beyond memory: the allocation fails cleanly.
+  auto big = Function::Kernel("pad", {{"length", int64_t{100000000000}}});
+  ASSERT_TRUE(big.ok());
+  r = (*big)(Element{Tensor::FromVector<int64_t>({1, 2})}, ctx);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(r.status().message().find("800000000000 bytes"), std::string::npos) << r.status();
+}
+
+TEST(HugeSizes, TextLineWithoutNewlineStopsAtTheLineLimit) {
+  auto it = Dataset::TextLine({"/dev/zero"}).MakeIterator();
+  ASSERT_TRUE(it.ok()) << it.status();
+  auto r = (*it)->GetNext();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(r.status().message().find("TextLine"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("/dev/zero at uncompressed offset 0"), std::string::npos)
+      << r.status();
+  // The file is given up; the iterator ends instead of reading on.
+  auto end = (*it)->GetNext();
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_FALSE(end->has_value());
+}
+
 // ---- tensor literals out of their dtype's range ----
 
 Status SpecLiteralStatus(const std::string& dtype, const std::string& values) {

@@ -920,6 +920,29 @@ PYBIND11_MODULE(_sluice, m) {
   (void)py::detail::npy_api::get();
   g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
+  // What escapes a binding besides Python errors becomes a sluice error, not pybind11's
+  // generic RuntimeError: running out of memory is ResourceExhausted, anything else
+  // Internal with its what().
+  py::register_exception_translator([](std::exception_ptr p) {
+    Status s;
+    try {
+      if (p) std::rethrow_exception(p);
+      return;
+    } catch (const py::builtin_exception&) {
+      throw;
+    } catch (const py::error_already_set&) {
+      throw;
+    } catch (const std::bad_alloc&) {
+      s = ResourceExhaustedError("sluice: out of memory");
+    } catch (const std::exception& e) {
+      s = InternalError(std::string("sluice: uncaught exception: ") + e.what());
+    }
+    try {
+      ThrowStatus(s);
+    } catch (py::error_already_set& e) {
+      e.restore();
+    }
+  });
   m.def("_register_errors", [](py::dict classes) {
     for (auto [k, v] : classes) {
       int code = k.cast<int>();

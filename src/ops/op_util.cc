@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "runtime/resources.h"
+
 namespace sluice {
 
 Status CheckArity(std::string_view op, const OpArgs& args, size_t inputs, size_t functions) {
@@ -58,6 +60,11 @@ Status ReadBatchRows(IteratorBase* input, int64_t batch_size,
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input->GetNext());
     if (!e) break;
     rows->push_back(std::move(*e));
+    const int64_t n = static_cast<int64_t>(rows->size());
+    if (BatchMemoryCheckDue(n, batch_size)) {
+      SLUICE_RETURN_IF_ERROR(
+          CheckBatchMemory(batch_size, input->node().Cardinality(), n, rows->front()));
+    }
   }
   return Status::OK();
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "graph/attr.h"
+#include "runtime/resources.h"
 
 namespace sluice {
 
@@ -179,7 +180,7 @@ void AsyncBufferIterator::RunnerLoop() {
     Status error;
     bool end = false;
     int64_t dropped = 0;  // rows pulled before an input error
-    slot->unit.inputs.reserve(want);
+    slot->unit.inputs.reserve(BatchReserve(want));
     {
       FetchScope scope(reserve > 0, &starving_);
       while (static_cast<int64_t>(slot->unit.inputs.size()) < want) {
@@ -195,6 +196,16 @@ void AsyncBufferIterator::RunnerLoop() {
           break;
         }
         slot->unit.inputs.push_back(std::move(**r));
+        const int64_t n = static_cast<int64_t>(slot->unit.inputs.size());
+        if (BatchMemoryCheckDue(n, want)) {
+          error = CheckBatchMemory(want, input_->node().Cardinality(), n,
+                                   slot->unit.inputs.front());
+          if (!error.ok()) {
+            dropped = n;
+            slot->unit.inputs.clear();
+            break;
+          }
+        }
       }
       slot->reserved += scope.TakeTransferred();
     }

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 
+#include "sluice/element.h"
+#include "sluice/status.h"
+
 namespace sluice {
 
 // Cores this process may run on: the CPU affinity mask (taskset), further capped by a
@@ -12,6 +15,26 @@ int AvailableCores();
 // Bytes of memory this process may still use: MemAvailable from /proc/meminfo, capped by a
 // cgroup memory limit minus current usage. 0 when unknown.
 int64_t AvailableMemory();
+
+// Batches hold their rows until the batch is complete, so a batch size taken from an
+// attribute (batch(10**9) over an endless input) must not drive memory on its own. Call
+// with the first row read (rows_read == 1) and again as rows_read grows:
+// BatchMemoryCheckDue(rows_read, batch_size) says when: only for batches of more than
+// 1024 rows, at the first row and then at powers of two (so the cost is nil). The rows still expected are min(batch_size, input_cardinality) when the
+// cardinality is known or infinite, else as many again as were read. ResourceExhausted,
+// naming the batch size, the estimated row size and the memory available, when they do
+// not fit in AvailableMemory() (no check when that is unknown).
+Status CheckBatchMemory(int64_t batch_size, int64_t input_cardinality, int64_t rows_read,
+                        const Element& row);
+inline bool BatchMemoryCheckDue(int64_t rows_read, int64_t batch_size) {
+  if (batch_size <= 1024) return false;
+  return rows_read == 1 || (rows_read >= 1024 && (rows_read & (rows_read - 1)) == 0);
+}
+// Rows to reserve for a batch of `batch_size`: capped, so the reservation itself is never
+// the allocation that fails.
+inline int64_t BatchReserve(int64_t batch_size) {
+  return batch_size < 1024 ? batch_size : 1024;
+}
 
 }  // namespace sluice
 

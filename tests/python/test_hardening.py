@@ -93,3 +93,43 @@ def test_lambda_exception_keeps_traceback():
         list(ds)
     frames = traceback.extract_tb(e.value.__cause__.__traceback__)
     assert any(f.filename == __file__ and f.lineno == line for f in frames), frames
+
+
+# ---- sizes from attributes and data: a sluice error, never an abort ----
+
+ABORT_CASES = {
+    "batch_1e18": ("list(Dataset.range(10).batch(10**18))", None, "[array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])]"),
+    "repeat_batch_1e9": ("list(Dataset.range(10).repeat().batch(10**9).take(1))",
+                         "ResourceExhaustedError", "a batch of 1000000000 rows"),
+    "parallel_batch_1e9": ("list(Dataset.range(10).repeat().batch(10**9, num_parallel_calls=2)"
+                           ".take(1))", "ResourceExhaustedError", "a batch of 1000000000 rows"),
+    "pad_spec_1e12": ("Dataset.from_tensors([1, 2]).map(sluice.kernel('pad', length=10**12))",
+                      "ResourceExhaustedError", "pad: length 1000000000000"),
+    "pad_kernel_1e11": ("list(Dataset.from_tensors([1, 2]).map(sluice.kernel('pad', "
+                        "length=10**11)))", "ResourceExhaustedError", "800000000000 bytes"),
+    "textline_dev_zero": ("list(sluice.data.TextLineDataset('/dev/zero').take(1))",
+                          "ResourceExhaustedError", "/dev/zero at uncompressed offset 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ABORT_CASES))
+def test_huge_sizes_raise_instead_of_aborting(case):
+    expr, error, text = ABORT_CASES[case]
+    rc, out, err = run_script("""
+        import sluice
+        from sluice.data import Dataset
+        try:
+            print(%s)
+        except sluice.Error as e:
+            print(type(e).__name__, e)
+    """ % expr)
+    assert rc == 0, (rc, err)  # -6 was SIGABRT
+    if error:
+        assert out.startswith(error), (out, err)
+    assert text in out, (out, err)
+
+
+def test_range_near_int64_max_like_python():
+    ds = Dataset.range(0, 2**63 - 1, 2**62)
+    assert ds.cardinality() == 2 == len(range(0, 2**63 - 1, 2**62))
+    assert [int(v) for v in ds.take(5)] == [0, 2**62]
