@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "sluice/serialize.h"
 #include "testing/conformance.h"
@@ -114,6 +116,46 @@ TEST(HugeSizes, TextLineWithoutNewlineStopsAtTheLineLimit) {
   auto end = (*it)->GetNext();
   ASSERT_TRUE(end.ok()) << end.status();
   EXPECT_FALSE(end->has_value());
+}
+
+// ---- exceptions from functions: a Status, on any thread ----
+
+TEST(Exceptions, ThrowingFunctionsFailTheElementNotTheProcess) {
+  Function oom = Function::Map("oom", [](Element&& e, FunctionContext&) -> Result<Element> {
+    if (e[0].scalar<int64_t>() == 3) throw std::bad_alloc();
+    return std::move(e);
+  });
+  Function bug = Function::Map("bug", [](Element&& e, FunctionContext&) -> Result<Element> {
+    if (e[0].scalar<int64_t>() == 3) throw std::length_error("vector::reserve");
+    return std::move(e);
+  });
+  Function pred = Function::Predicate("pred", [](const Element&, FunctionContext&) -> Result<bool> {
+    throw std::runtime_error("predicate bug");
+  });
+  struct Case {
+    Dataset ds;
+    StatusCode code;
+    std::string text;
+  };
+  std::vector<Case> cases = {
+      {Dataset::Range(10).Map(oom), StatusCode::kResourceExhausted, "'oom': out of memory"},
+      {Dataset::Range(10).Map(oom, 4), StatusCode::kResourceExhausted, "out of memory"},
+      {Dataset::Range(10).Map(bug, 4), StatusCode::kInternal, "vector::reserve"},
+      {Dataset::Range(10).MapAndBatch(bug, 4, 2, false), StatusCode::kInternal, "vector::reserve"},
+      {Dataset::Range(10).Filter(pred, 2), StatusCode::kInternal, "predicate bug"},
+  };
+  for (Case& c : cases) {
+    auto it = c.ds.MakeIterator(RuntimeOptions{});
+    ASSERT_TRUE(it.ok()) << it.status();
+    Status s;
+    for (int i = 0; i < 20 && s.ok(); ++i) {
+      auto r = (*it)->GetNext();
+      if (!r.ok()) s = r.status();
+      else if (!r->has_value()) break;
+    }
+    EXPECT_EQ(s.code(), c.code) << s;
+    EXPECT_NE(s.message().find(c.text), std::string::npos) << s;
+  }
 }
 
 // ---- tensor literals out of their dtype's range ----

@@ -4,35 +4,17 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
-#include <new>
 #include <thread>
 
 #include "autotune/autotuner.h"
 #include "graph/registry.h"
 #include "optimizer/optimizer.h"
+#include "runtime/exception_status.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
-
-namespace {
-
-// No exception crosses the public API: what escapes an op (an allocation that fails, a
-// bug) becomes a Status naming the call.
-Status StatusFromException(std::string_view what) {
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError(std::string(what) + ": out of memory");
-  } catch (const std::exception& e) {
-    return InternalError(std::string(what) + ": uncaught exception: " + e.what());
-  } catch (...) {
-    return InternalError(std::string(what) + ": uncaught exception");
-  }
-}
-
-}  // namespace
 
 std::string AttrValueDebugString(const AttrValue& v) {
   std::ostringstream os;

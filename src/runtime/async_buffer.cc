@@ -4,9 +4,25 @@
 #include <chrono>
 
 #include "graph/attr.h"
+#include "runtime/exception_status.h"
 #include "runtime/resources.h"
 
 namespace sluice {
+
+namespace {
+
+// Runs f on a pipeline thread, where an escaping exception would end the process: it
+// becomes the unit's error instead.
+template <typename F>
+Result<std::optional<Element>> FinishSafely(F&& f) {
+  try {
+    return f();
+  } catch (...) {
+    return StatusFromException("pipeline thread");
+  }
+}
+
+}  // namespace
 
 namespace {
 constexpr int64_t kMaxCheckpointSlots = int64_t{1} << 20;
@@ -184,7 +200,7 @@ void AsyncBufferIterator::RunnerLoop() {
     {
       FetchScope scope(reserve > 0, &starving_);
       while (static_cast<int64_t>(slot->unit.inputs.size()) < want) {
-        Result<std::optional<Element>> r = input_->GetNext();
+        Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
         if (!r.ok()) {
           error = r.status();
           dropped = static_cast<int64_t>(slot->unit.inputs.size());
@@ -231,7 +247,8 @@ void AsyncBufferIterator::RunnerLoop() {
     } else if (parts == 0) {
       // Inline (prefetch): finish on this thread, outside the lock.
       l.unlock();
-      Result<std::optional<Element>> out = processor_->Finish(&s->unit);
+      Result<std::optional<Element>> out =
+          FinishSafely([&] { return processor_->Finish(&s->unit); });
       l.lock();
       CompleteLocked(s, std::move(out));
     } else {
@@ -271,7 +288,12 @@ void AsyncBufferIterator::Schedule(std::vector<Part> parts) {
 
 void AsyncBufferIterator::RunPart(Part p) {
   std::optional<TaskTimer> timer(&stats());  // the part, and Finish after the last one
-  Status st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+  Status st;
+  try {
+    st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+  } catch (...) {
+    st = StatusFromException(node().op());
+  }
   if (!st.ok()) {
     std::lock_guard<std::mutex> g(p.slot->unit.mu);
     if (p.slot->unit.status.ok()) p.slot->unit.status = st;
@@ -284,7 +306,7 @@ void AsyncBufferIterator::RunPart(Part p) {
     l.unlock();
     Result<std::optional<Element>> out{std::nullopt};
     if (p.slot->unit.status.ok()) {
-      out = processor_->Finish(&p.slot->unit);
+      out = FinishSafely([&] { return processor_->Finish(&p.slot->unit); });
     } else {
       out = p.slot->unit.status;
     }
