@@ -77,10 +77,31 @@ TEST(HugeSizes, EndlessBatchTooLargeForMemoryIsResourceExhausted) {
     auto r = (*it)->GetNext();
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
-    EXPECT_NE(r.status().message().find("a batch of 1000000000 rows"), std::string::npos)
+    EXPECT_NE(r.status().message().find("a batch of 1000000000 elements"), std::string::npos)
         << r.status();
     EXPECT_NE(r.status().message().find("Batch"), std::string::npos) << r.status();
   }
+}
+
+TEST(HugeSizes, EndlessShuffleOrWindowTooLargeForMemoryIsResourceExhausted) {
+  struct Case {
+    Dataset ds;
+    std::string text;
+  };
+  std::vector<Case> cases = {
+      {Dataset::Range(10).Repeat().Shuffle(int64_t{1} << 40, 1), "a shuffle buffer of"},
+      {Dataset::Range(10).Repeat().Window(1000000000, 1, 1, false), "a window of"}};
+  for (Case& c : cases) {
+    auto it = c.ds.MakeIterator(RuntimeOptions{});
+    ASSERT_TRUE(it.ok()) << it.status();
+    auto r = (*it)->GetNext();
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
+    EXPECT_NE(r.status().message().find(c.text), std::string::npos) << r.status();
+  }
+  // Sizes past a finite input are fine, as in tf.data.
+  EXPECT_EQ(CollectOrDie(Dataset::Range(10).Shuffle(int64_t{1} << 60, 1)).size(), 10u);
+  EXPECT_EQ(CollectOrDie(Dataset::Range(10).Window(1000000000, 1, 1, false)).size(), 10u);
 }
 
 TEST(HugeSizes, PadToAbsurdLengthIsRefusedBySpecAndKernel) {

@@ -63,7 +63,7 @@ Status ReadBatchRows(IteratorBase* input, int64_t batch_size,
     const int64_t n = static_cast<int64_t>(rows->size());
     if (BatchMemoryCheckDue(n, batch_size)) {
       SLUICE_RETURN_IF_ERROR(
-          CheckBatchMemory(batch_size, input->node().Cardinality(), n, rows->front()));
+          CheckBufferMemory("a batch", batch_size, input->node().Cardinality(), n, rows->front()));
     }
   }
   return Status::OK();

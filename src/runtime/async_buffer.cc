@@ -214,7 +214,7 @@ void AsyncBufferIterator::RunnerLoop() {
         slot->unit.inputs.push_back(std::move(**r));
         const int64_t n = static_cast<int64_t>(slot->unit.inputs.size());
         if (BatchMemoryCheckDue(n, want)) {
-          error = CheckBatchMemory(want, input_->node().Cardinality(), n,
+          error = CheckBufferMemory("a batch", want, input_->node().Cardinality(), n,
                                    slot->unit.inputs.front());
           if (!error.ok()) {
             dropped = n;

@@ -86,8 +86,8 @@ int64_t AvailableMemory() {
   return avail;
 }
 
-Status CheckBatchMemory(int64_t batch_size, int64_t input_cardinality, int64_t rows_read,
-                        const Element& row) {
+Status CheckBufferMemory(std::string_view what, int64_t batch_size, int64_t input_cardinality,
+                         int64_t rows_read, const Element& row) {
   int64_t rows = batch_size;
   if (input_cardinality >= 0) {
     rows = std::min(batch_size, input_cardinality);
@@ -103,7 +103,7 @@ Status CheckBatchMemory(int64_t batch_size, int64_t input_cardinality, int64_t r
   const int64_t avail = AvailableMemory();
   if (avail <= 0 || rows <= avail / row_bytes) return Status::OK();
   return ResourceExhaustedError(
-      "a batch of " + std::to_string(batch_size) + " rows of about " +
+      std::string(what) + " of " + std::to_string(batch_size) + " elements of about " +
       std::to_string(row_bytes) + " bytes each needs more than the " +
       std::to_string(avail) + " bytes of memory available");
 }

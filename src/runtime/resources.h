@@ -3,6 +3,7 @@
 #define SLUICE_RUNTIME_RESOURCES_H_
 
 #include <cstdint>
+#include <string_view>
 
 #include "sluice/element.h"
 #include "sluice/status.h"
@@ -16,16 +17,17 @@ int AvailableCores();
 // cgroup memory limit minus current usage. 0 when unknown.
 int64_t AvailableMemory();
 
-// Batches hold their rows until the batch is complete, so a batch size taken from an
-// attribute (batch(10**9) over an endless input) must not drive memory on its own. Call
-// with the first row read (rows_read == 1) and again as rows_read grows:
-// BatchMemoryCheckDue(rows_read, batch_size) says when: only for batches of more than
-// 1024 rows, at the first row and then at powers of two (so the cost is nil). The rows still expected are min(batch_size, input_cardinality) when the
-// cardinality is known or infinite, else as many again as were read. ResourceExhausted,
-// naming the batch size, the estimated row size and the memory available, when they do
-// not fit in AvailableMemory() (no check when that is unknown).
-Status CheckBatchMemory(int64_t batch_size, int64_t input_cardinality, int64_t rows_read,
-                        const Element& row);
+// Batches, windows and shuffle buffers hold up to a size taken from an attribute
+// (batch(10**9) over an endless input), which must not drive memory on its own. Call
+// with the first element held (held == 1) and again as `held` grows:
+// BatchMemoryCheckDue(held, size) says when: only for sizes above 1024, at the first
+// element and then at powers of two (so the cost is nil). The elements still expected
+// are min(size, input_cardinality) when the cardinality is known or infinite, else as
+// many again as are held. ResourceExhausted ("<what> of <size> elements of about <n>
+// bytes each needs more than the <m> bytes of memory available") when they do not fit
+// in AvailableMemory() (no check when that is unknown). `what` is e.g. "a batch".
+Status CheckBufferMemory(std::string_view what, int64_t size, int64_t input_cardinality,
+                         int64_t held, const Element& row);
 inline bool BatchMemoryCheckDue(int64_t rows_read, int64_t batch_size) {
   if (batch_size <= 1024) return false;
   return rows_read == 1 || (rows_read >= 1024 && (rows_read & (rows_read - 1)) == 0);
