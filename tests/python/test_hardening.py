@@ -137,3 +137,14 @@ def test_range_near_int64_max_like_python():
     ds = Dataset.range(0, 2**63 - 1, 2**62)
     assert ds.cardinality() == 2 == len(range(0, 2**63 - 1, 2**62))
     assert [int(v) for v in ds.take(5)] == [0, 2**62]
+
+
+def test_out_of_range_integer_default_is_an_error():
+    import numpy as np
+    feature = sluice.io.FixedLenFeature([2], np.int64, default_value=[2**63, 0])
+    with pytest.raises(ValueError, match="9223372036854775808 is out of range for dtype int64"):
+        sluice.io.parse_example({"x": feature})
+    from sluice.io import _checked_array
+    with pytest.raises(ValueError, match="300 is out of range for dtype uint8"):
+        _checked_array([300, -1], np.uint8)
+    assert _checked_array([0, 255], np.uint8).tolist() == [0, 255]
