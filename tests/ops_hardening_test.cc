@@ -68,7 +68,8 @@ TEST(HugeSizes, EndlessBatchTooLargeForMemoryIsResourceExhausted) {
   });
   const int64_t bs = 1000000000;
   std::vector<Dataset> cases = {
-      Dataset::Range(10).Repeat().Batch(bs), Dataset::Range(10).Repeat().Batch(bs, false, 2),
+      Dataset::Range(10).Repeat().Batch(bs),
+      Dataset::Range(10).Repeat().Batch(bs, false, 2),
       Dataset::Range(10).Repeat().PaddedBatch(bs, {}, {}, false),
       Dataset::Range(10).Repeat().MapAndBatch(id, bs, 2, false)};
   for (Dataset& ds : cases) {
@@ -77,7 +78,8 @@ TEST(HugeSizes, EndlessBatchTooLargeForMemoryIsResourceExhausted) {
     auto r = (*it)->GetNext();
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
-    EXPECT_NE(r.status().message().find("a batch of 1000000000 elements"), std::string::npos)
+    EXPECT_NE(r.status().message().find("a batch of 1000000000 elements"),
+              std::string::npos)
         << r.status();
     EXPECT_NE(r.status().message().find("Batch"), std::string::npos) << r.status();
   }
@@ -107,7 +109,8 @@ TEST(HugeSizes, EndlessShuffleOrWindowTooLargeForMemoryIsResourceExhausted) {
 TEST(HugeSizes, PadToAbsurdLengthIsRefusedBySpecAndKernel) {
   auto pad = Function::Kernel("pad", {{"length", int64_t{1000000000000}}});
   ASSERT_TRUE(pad.ok()) << pad.status();
-  Dataset ds = Dataset::FromTensors(Element{Tensor::FromVector<int64_t>({1, 2})}).Map(*pad);
+  Dataset ds =
+      Dataset::FromTensors(Element{Tensor::FromVector<int64_t>({1, 2})}).Map(*pad);
   EXPECT_EQ(ds.status().code(), StatusCode::kResourceExhausted) << ds.status();
   EXPECT_NE(ds.status().message().find("length 1000000000000"), std::string::npos)
       << ds.status();
@@ -121,7 +124,8 @@ TEST(HugeSizes, PadToAbsurdLengthIsRefusedBySpecAndKernel) {
   r = (*big)(Element{Tensor::FromVector<int64_t>({1, 2})}, ctx);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
-  EXPECT_NE(r.status().message().find("800000000000 bytes"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("800000000000 bytes"), std::string::npos)
+      << r.status();
 }
 
 TEST(HugeSizes, TextLineWithoutNewlineStopsAtTheLineLimit) {
@@ -131,7 +135,8 @@ TEST(HugeSizes, TextLineWithoutNewlineStopsAtTheLineLimit) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status();
   EXPECT_NE(r.status().message().find("TextLine"), std::string::npos) << r.status();
-  EXPECT_NE(r.status().message().find("/dev/zero at uncompressed offset 0"), std::string::npos)
+  EXPECT_NE(r.status().message().find("/dev/zero at uncompressed offset 0"),
+            std::string::npos)
       << r.status();
   // The file is given up; the iterator ends instead of reading on.
   auto end = (*it)->GetNext();
@@ -142,27 +147,32 @@ TEST(HugeSizes, TextLineWithoutNewlineStopsAtTheLineLimit) {
 // ---- exceptions from functions: a Status, on any thread ----
 
 TEST(Exceptions, ThrowingFunctionsFailTheElementNotTheProcess) {
-  Function oom = Function::Map("oom", [](Element&& e, FunctionContext&) -> Result<Element> {
-    if (e[0].scalar<int64_t>() == 3) throw std::bad_alloc();
-    return std::move(e);
-  });
-  Function bug = Function::Map("bug", [](Element&& e, FunctionContext&) -> Result<Element> {
-    if (e[0].scalar<int64_t>() == 3) throw std::length_error("vector::reserve");
-    return std::move(e);
-  });
-  Function pred = Function::Predicate("pred", [](const Element&, FunctionContext&) -> Result<bool> {
-    throw std::runtime_error("predicate bug");
-  });
+  Function oom =
+      Function::Map("oom", [](Element&& e, FunctionContext&) -> Result<Element> {
+        if (e[0].scalar<int64_t>() == 3) throw std::bad_alloc();
+        return std::move(e);
+      });
+  Function bug =
+      Function::Map("bug", [](Element&& e, FunctionContext&) -> Result<Element> {
+        if (e[0].scalar<int64_t>() == 3) throw std::length_error("vector::reserve");
+        return std::move(e);
+      });
+  Function pred =
+      Function::Predicate("pred", [](const Element&, FunctionContext&) -> Result<bool> {
+        throw std::runtime_error("predicate bug");
+      });
   struct Case {
     Dataset ds;
     StatusCode code;
     std::string text;
   };
   std::vector<Case> cases = {
-      {Dataset::Range(10).Map(oom), StatusCode::kResourceExhausted, "'oom': out of memory"},
+      {Dataset::Range(10).Map(oom), StatusCode::kResourceExhausted,
+       "'oom': out of memory"},
       {Dataset::Range(10).Map(oom, 4), StatusCode::kResourceExhausted, "out of memory"},
       {Dataset::Range(10).Map(bug, 4), StatusCode::kInternal, "vector::reserve"},
-      {Dataset::Range(10).MapAndBatch(bug, 4, 2, false), StatusCode::kInternal, "vector::reserve"},
+      {Dataset::Range(10).MapAndBatch(bug, 4, 2, false), StatusCode::kInternal,
+       "vector::reserve"},
       {Dataset::Range(10).Filter(pred, 2), StatusCode::kInternal, "predicate bug"},
   };
   for (Case& c : cases) {
@@ -171,8 +181,10 @@ TEST(Exceptions, ThrowingFunctionsFailTheElementNotTheProcess) {
     Status s;
     for (int i = 0; i < 20 && s.ok(); ++i) {
       auto r = (*it)->GetNext();
-      if (!r.ok()) s = r.status();
-      else if (!r->has_value()) break;
+      if (!r.ok())
+        s = r.status();
+      else if (!r->has_value())
+        break;
     }
     EXPECT_EQ(s.code(), c.code) << s;
     EXPECT_NE(s.message().find(c.text), std::string::npos) << s;
@@ -183,8 +195,8 @@ TEST(Exceptions, ThrowingFunctionsFailTheElementNotTheProcess) {
 
 Status SpecLiteralStatus(const std::string& dtype, const std::string& values) {
   auto ds = ParsePipelineSpec(R"({"dataset": [{"op": "FromTensorSlices", "attrs": {
-      "components": {"tensors": [{"dtype": ")" + dtype + R"(", "values": )" + values +
-                              "}]}}}]}");
+      "components": {"tensors": [{"dtype": ")" +
+                              dtype + R"(", "values": )" + values + "}]}}}]}");
   return ds.status();
 }
 
@@ -194,9 +206,11 @@ TEST(TensorLiteral, OutOfRangeValueIsAnError) {
   EXPECT_NE(s.message().find("300"), std::string::npos) << s;
   EXPECT_NE(s.message().find("uint8"), std::string::npos) << s;
   s = SpecLiteralStatus("uint8", "[1, -1]");
-  EXPECT_NE(s.message().find("-1 is out of range for dtype uint8"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("-1 is out of range for dtype uint8"), std::string::npos)
+      << s;
   s = SpecLiteralStatus("int8", "[128]");
-  EXPECT_NE(s.message().find("128 is out of range for dtype int8"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("128 is out of range for dtype int8"), std::string::npos)
+      << s;
   s = SpecLiteralStatus("int32", "[2147483648]");
   EXPECT_NE(s.message().find("out of range for dtype int32"), std::string::npos) << s;
   // The ends of each range are fine.

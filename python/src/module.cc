@@ -108,7 +108,8 @@ Status StatusFromPythonError(py::error_already_set& e, std::string_view what) {
   // The fetched exception holds its traceback apart from the value: attach it, so the
   // __cause__ the consumer sees still shows the failing line of the user's function.
   if (e.trace() && PyExceptionInstance_Check(e.value().ptr())) {
-    py::object tb = py::reinterpret_steal<py::object>(PyException_GetTraceback(e.value().ptr()));
+    py::object tb =
+        py::reinterpret_steal<py::object>(PyException_GetTraceback(e.value().ptr()));
     if (!tb) PyException_SetTraceback(e.value().ptr(), e.trace().ptr());
   }
   int64_t token;

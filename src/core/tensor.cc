@@ -443,9 +443,9 @@ Result<Tensor> Tensor::Allocate(DType dtype, Shape shape) {
   try {
     return Tensor(dtype, shape);
   } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("cannot allocate " + std::to_string(n * DTypeSize(dtype)) +
-                                  " bytes for a " + std::string(DTypeName(dtype)) +
-                                  " tensor of shape " + shape.ToString());
+    return ResourceExhaustedError(
+        "cannot allocate " + std::to_string(n * DTypeSize(dtype)) + " bytes for a " +
+        std::string(DTypeName(dtype)) + " tensor of shape " + shape.ToString());
   }
 }
 

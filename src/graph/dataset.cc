@@ -488,9 +488,9 @@ Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
     const RuntimeOptions& options) {
   try {
     auto runtime = std::make_shared<Runtime>(options);
-    SLUICE_ASSIGN_OR_RETURN(
-        IteratorPtr root,
-        graph->MakeIterator(RootContext(instance, runtime.get()), std::string(kRootPrefix)));
+    SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
+                            graph->MakeIterator(RootContext(instance, runtime.get()),
+                                                std::string(kRootPrefix)));
     return std::unique_ptr<Iterator>(
         new Iterator(graph, std::move(runtime), std::move(root), instance));
   } catch (...) {

@@ -62,8 +62,8 @@ Status ReadBatchRows(IteratorBase* input, int64_t batch_size,
     rows->push_back(std::move(*e));
     const int64_t n = static_cast<int64_t>(rows->size());
     if (BatchMemoryCheckDue(n, batch_size)) {
-      SLUICE_RETURN_IF_ERROR(
-          CheckBufferMemory("a batch", batch_size, input->node().Cardinality(), n, rows->front()));
+      SLUICE_RETURN_IF_ERROR(CheckBufferMemory(
+          "a batch", batch_size, input->node().Cardinality(), n, rows->front()));
     }
   }
   return Status::OK();

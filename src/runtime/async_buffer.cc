@@ -200,7 +200,8 @@ void AsyncBufferIterator::RunnerLoop() {
     {
       FetchScope scope(reserve > 0, &starving_);
       while (static_cast<int64_t>(slot->unit.inputs.size()) < want) {
-        Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
+        Result<std::optional<Element>> r =
+            FinishSafely([&] { return input_->GetNext(); });
         if (!r.ok()) {
           error = r.status();
           dropped = static_cast<int64_t>(slot->unit.inputs.size());
@@ -215,7 +216,7 @@ void AsyncBufferIterator::RunnerLoop() {
         const int64_t n = static_cast<int64_t>(slot->unit.inputs.size());
         if (BatchMemoryCheckDue(n, want)) {
           error = CheckBufferMemory("a batch", want, input_->node().Cardinality(), n,
-                                   slot->unit.inputs.front());
+                                    slot->unit.inputs.front());
           if (!error.ok()) {
             dropped = n;
             slot->unit.inputs.clear();

@@ -17,7 +17,8 @@ class RangeDataset : public DatasetNode {
   // int64 for ranges spanning more than half of it.
   int64_t Remaining(int64_t next) const {
     const __int128 from = next, stop = stop_, step = step_;
-    if (step > 0) return stop > from ? static_cast<int64_t>((stop - from + step - 1) / step) : 0;
+    if (step > 0)
+      return stop > from ? static_cast<int64_t>((stop - from + step - 1) / step) : 0;
     return from > stop ? static_cast<int64_t>((from - stop - step - 1) / -step) : 0;
   }
 

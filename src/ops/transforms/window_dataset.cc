@@ -153,9 +153,8 @@ class WindowIterator : public UnaryIterator {
       buffer_.push_back(std::move(*e));
       const int64_t n = static_cast<int64_t>(buffer_.size());
       if (BatchMemoryCheckDue(n, ds_->span())) {
-        SLUICE_RETURN_IF_ERROR(CheckBufferMemory("a window", ds_->span(),
-                                                 input_->node().Cardinality(), n,
-                                                 buffer_.front()));
+        SLUICE_RETURN_IF_ERROR(CheckBufferMemory(
+            "a window", ds_->span(), input_->node().Cardinality(), n, buffer_.front()));
       }
     }
     if (buffer_.empty() || (ds_->drop_remainder() && buffer_.size() < span)) {
