@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/coding.h"
+#include "runtime/resources.h"
 
 namespace sluice {
 
@@ -38,7 +39,14 @@ Result<std::optional<Element>> ShuffleBuffer::Next() {
   }
   while (!end_of_input_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, ReadInput());
-    if (e) buffer_.push_back({std::move(*e), consumed_ - 1});
+    if (!e) continue;
+    buffer_.push_back({std::move(*e), consumed_ - 1});
+    const int64_t n = static_cast<int64_t>(buffer_.size());
+    if (BatchMemoryCheckDue(n, buffer_size_)) {
+      SLUICE_RETURN_IF_ERROR(CheckBufferMemory("a shuffle buffer", buffer_size_,
+                                               input_->node().Cardinality(), n,
+                                               buffer_.front().element));
+    }
   }
   if (buffer_.empty()) return std::nullopt;
   hole_ = static_cast<int64_t>(rng_.UniformInt(buffer_.size()));

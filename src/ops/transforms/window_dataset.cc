@@ -13,6 +13,7 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/resources.h"
 
 namespace sluice {
 namespace {
@@ -150,6 +151,11 @@ class WindowIterator : public UnaryIterator {
         break;
       }
       buffer_.push_back(std::move(*e));
+      const int64_t n = static_cast<int64_t>(buffer_.size());
+      if (BatchMemoryCheckDue(n, ds_->span())) {
+        SLUICE_RETURN_IF_ERROR(CheckBufferMemory(
+            "a window", ds_->span(), input_->node().Cardinality(), n, buffer_.front()));
+      }
     }
     if (buffer_.empty() || (ds_->drop_remainder() && buffer_.size() < span)) {
       buffer_.clear();
