@@ -69,6 +69,8 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
       column[i] = std::move(rows[i][c]);
     }
     auto stacked = Stack(column);
+    // The scratch keeps its capacity, not the rows: it would hold them until the next call.
+    for (Tensor& t : column) t = Tensor();
     if (!stacked.ok()) return stacked.status().WithContext("component " + std::to_string(c));
     out.push_back(std::move(stacked).value());
   }
