@@ -327,7 +327,9 @@ RuntimeOptions DrawOptions(std::mt19937& rng) {
   o.cpu_budget = Uniform(rng, 1, 4);
   o.inline_execution = Uniform(rng, 0, 4) == 0;
   switch (Uniform(rng, 0, 3)) {
-    case 0: o.ram_budget = Uniform(rng, 16, 4096); break;  // a few elements at most
+    // A few elements at most; not below 256 bytes, so that the shuffles (held buffers, which
+    // fail rather than wait when they cannot fit; at most 8 x 24 bytes here) fit.
+    case 0: o.ram_budget = Uniform(rng, 256, 4096); break;
     case 1: o.ram_budget = -1; break;                      // unlimited
     default: o.ram_budget = 0; break;                      // the default
   }

@@ -34,6 +34,22 @@ def _dtype_name(d):
     return np.dtype(d).name
 
 
+def _checked_array(value, dtype):
+    """np.asarray(value, dtype), but an integer the dtype cannot hold is an error naming
+    the value and the dtype (numpy 1.x would silently wrap 300 to 44 for uint8)."""
+    import numpy as np
+    target = np.dtype(dtype)
+    if target.kind in "iu":
+        given = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+        if given.dtype.kind in "iuO" and given.size:
+            info = np.iinfo(target)
+            for v in given.ravel().tolist():
+                if isinstance(v, int) and not info.min <= v <= info.max:
+                    raise ValueError("sluice: value %d is out of range for dtype %s" %
+                                     (v, target.name))
+    return np.asarray(value, dtype=target)
+
+
 def _feature_attrs(features, prefix=""):
     import numpy as np
     keys, kinds, dtypes, shapes, defaults = [], [], [], [], []
@@ -52,7 +68,7 @@ def _feature_attrs(features, prefix=""):
             elif dtypes[-1] == "string":
                 defaults.append(np.array(f.default_value, dtype=object).reshape(f.shape))
             else:
-                defaults.append(np.asarray(f.default_value, dtype=dtypes[-1]).reshape(f.shape))
+                defaults.append(_checked_array(f.default_value, dtypes[-1]).reshape(f.shape))
     out = {prefix + "keys": attr.strings(keys), prefix + "kinds": attr.strings(kinds),
            prefix + "dtypes": attr.dtypes(dtypes), prefix + "shapes": attr.shapes(shapes)}
     if any(d is not None for d in defaults):

@@ -105,6 +105,13 @@ Status StatusFromPythonError(py::error_already_set& e, std::string_view what) {
   if (e.matches(PyExc_KeyboardInterrupt)) {
     return CancelledError(std::string(what) + ": interrupted");
   }
+  // The fetched exception holds its traceback apart from the value: attach it, so the
+  // __cause__ the consumer sees still shows the failing line of the user's function.
+  if (e.trace() && PyExceptionInstance_Check(e.value().ptr())) {
+    py::object tb =
+        py::reinterpret_steal<py::object>(PyException_GetTraceback(e.value().ptr()));
+    if (!tb) PyException_SetTraceback(e.value().ptr(), e.trace().ptr());
+  }
   int64_t token;
   {
     std::lock_guard<std::mutex> l(g_py_errors_mu);
@@ -905,8 +912,38 @@ using namespace sluice::python;  // NOLINT
 
 PYBIND11_MODULE(_sluice, m) {
   m.doc() = "sluice native module (see the sluice package)";
+  // pybind11's numpy support looks numpy's C API up in a function-local static on first
+  // use; the lookup imports numpy, which lets other threads take the GIL. A pipeline
+  // thread holding the GIL that reached the same static would then wait on its guard
+  // while the thread inside waits for the GIL: a deadlock. So initialize it here, once,
+  // under the import's GIL, before any pipeline thread can need it.
+  py::module_::import("numpy");
+  (void)py::detail::npy_api::get();
   g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
+  // What escapes a binding besides Python errors becomes a sluice error, not pybind11's
+  // generic RuntimeError: running out of memory is ResourceExhausted, anything else
+  // Internal with its what().
+  py::register_exception_translator([](std::exception_ptr p) {
+    Status s;
+    try {
+      if (p) std::rethrow_exception(p);
+      return;
+    } catch (const py::builtin_exception&) {
+      throw;
+    } catch (const py::error_already_set&) {
+      throw;
+    } catch (const std::bad_alloc&) {
+      s = ResourceExhaustedError("sluice: out of memory");
+    } catch (const std::exception& e) {
+      s = InternalError(std::string("sluice: uncaught exception: ") + e.what());
+    }
+    try {
+      ThrowStatus(s);
+    } catch (py::error_already_set& e) {
+      e.restore();
+    }
+  });
   m.def("_register_errors", [](py::dict classes) {
     for (auto [k, v] : classes) {
       int code = k.cast<int>();

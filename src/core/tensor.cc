@@ -440,7 +440,13 @@ Result<Tensor> Tensor::Allocate(DType dtype, Shape shape) {
   if (n * DTypeSize(dtype) > kMaxBytes) {
     return ResourceExhaustedError("tensor shape " + shape.ToString() + " is too large");
   }
-  return Tensor(dtype, std::move(shape));
+  try {
+    return Tensor(dtype, shape);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError(
+        "cannot allocate " + std::to_string(n * DTypeSize(dtype)) + " bytes for a " +
+        std::string(DTypeName(dtype)) + " tensor of shape " + shape.ToString());
+  }
 }
 
 Tensor Tensor::Zeros(DType dtype, Shape shape) {
@@ -593,7 +599,7 @@ Result<Tensor> Stack(std::span<const Tensor> tensors) {
   }
   Shape shape = first.shape();
   shape.InsertDim(0, static_cast<int64_t>(tensors.size()));
-  Tensor out(first.dtype(), std::move(shape));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(first.dtype(), std::move(shape)));
   const int64_t n = first.num_elements();
   if (first.dtype() == DType::kString) {
     std::string* d = out.mutable_data<std::string>();

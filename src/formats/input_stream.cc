@@ -396,8 +396,9 @@ Result<uint64_t> InputStream::Skip(uint64_t n) {
   return done;
 }
 
-Result<bool> InputStream::ReadLine(std::string* line) {
+Result<bool> InputStream::ReadLine(std::string* line, size_t max_size) {
   line->clear();
+  const uint64_t start = Tell();
   while (true) {
     if (buffered() == 0) {
       SLUICE_RETURN_IF_ERROR(EnsureBuffered(1));
@@ -405,6 +406,10 @@ Result<bool> InputStream::ReadLine(std::string* line) {
     }
     const char* p = buf_.get() + pos_;
     const char* nl = static_cast<const char*>(memchr(p, '\n', buffered()));
+    if (line->size() + (nl != nullptr ? nl - p : buffered()) > max_size) {
+      return ResourceExhaustedError("line longer than " + std::to_string(max_size) +
+                                    " bytes (no newline) " + Where(start));
+    }
     if (nl != nullptr) {
       line->append(p, nl - p);
       pos_ += (nl - p) + 1;

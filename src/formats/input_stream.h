@@ -79,8 +79,10 @@ class InputStream {
   Result<uint64_t> Skip(uint64_t n);
   // Reads one line into `*line` without its "\n" (and a "\r" before it, or at the very
   // end, is dropped too, like TensorFlow's InputBuffer::ReadLine). Returns false at the
-  // end of the stream when no characters remain.
-  Result<bool> ReadLine(std::string* line);
+  // end of the stream when no characters remain. A line longer than `max_size` bytes is
+  // ResourceExhausted naming the file and the line's offset (the stream is then left
+  // inside the line).
+  Result<bool> ReadLine(std::string* line, size_t max_size = SIZE_MAX);
 
   // Positions the stream at uncompressed `offset`. OutOfRange when the stream is shorter.
   Status SeekTo(uint64_t offset);

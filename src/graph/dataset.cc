@@ -9,6 +9,7 @@
 #include "autotune/autotuner.h"
 #include "graph/registry.h"
 #include "optimizer/optimizer.h"
+#include "runtime/exception_status.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 #include "sluice/dataset.h"
@@ -106,7 +107,12 @@ Dataset Dataset::FromOp(std::string_view op, AttrMap attrs, std::vector<Dataset>
     if (!f.valid()) return Dataset(InvalidArgumentError(std::string(op) + ": invalid function"));
   }
   args.functions = std::move(functions);
-  auto r = Registry::Global().CreateOp(op, std::move(args));
+  Result<DatasetPtr> r = InternalError("unset");
+  try {
+    r = Registry::Global().CreateOp(op, std::move(args));
+  } catch (...) {
+    return Dataset(StatusFromException(op));
+  }
   if (!r.ok()) return Dataset(r.status());
   Dataset out(std::move(r).value());
   // Carry the inputs' options, merged left to right.
@@ -480,13 +486,17 @@ class ActiveCall {
 Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
     const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
     const RuntimeOptions& options) {
-  auto runtime = std::make_shared<Runtime>(options);
-  runtime->SetGraph(graph);
-  SLUICE_ASSIGN_OR_RETURN(
-      IteratorPtr root,
-      graph->MakeIterator(RootContext(instance, runtime.get()), std::string(kRootPrefix)));
-  return std::unique_ptr<Iterator>(
-      new Iterator(graph, std::move(runtime), std::move(root), instance));
+  try {
+    auto runtime = std::make_shared<Runtime>(options);
+    runtime->SetGraph(graph);
+    SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
+                            graph->MakeIterator(RootContext(instance, runtime.get()),
+                                                std::string(kRootPrefix)));
+    return std::unique_ptr<Iterator>(
+        new Iterator(graph, std::move(runtime), std::move(root), instance));
+  } catch (...) {
+    return StatusFromException("MakeIterator");
+  }
 }
 
 Result<std::shared_ptr<const Dataset::OptimizedGraph>> Dataset::Optimized() const {
@@ -557,19 +567,25 @@ Result<std::optional<Element>> Iterator::GetNext() {
   if (calls_->cancelled.load(std::memory_order_seq_cst)) [[unlikely]] {
     return CancelledError("iterator cancelled");
   }
-  return root_->GetNext();
+  try {
+    return root_->GetNext();
+  } catch (...) {
+    return StatusFromException("GetNext");
+  }
 }
 
-Result<std::string> Iterator::Save() {
+Result<std::string> Iterator::Save() try {
   ActiveCall call(calls_.get());
   CheckpointWriter w;
   w.WriteInt(kRootPrefix, "instance", instance_);
   w.WriteString(kRootPrefix, "op", dataset_->op());
   SLUICE_RETURN_IF_ERROR(root_->Save(&w));
   return w.Serialize();
+} catch (...) {
+  return StatusFromException("Save");
 }
 
-Status Iterator::Restore(std::string_view checkpoint) {
+Status Iterator::Restore(std::string_view checkpoint) try {
   ActiveCall call(calls_.get());
   SLUICE_ASSIGN_OR_RETURN(CheckpointReader r, CheckpointReader::Parse(checkpoint));
   SLUICE_ASSIGN_OR_RETURN(std::string op, r.ReadString(kRootPrefix, "op"));
@@ -592,6 +608,8 @@ Status Iterator::Restore(std::string_view checkpoint) {
   root.reset();  // the old tree, outside the lock: joining its threads may take a while
   instance_ = instance;
   return Status::OK();
+} catch (...) {
+  return StatusFromException("Restore");
 }
 
 const ElementSpec& Iterator::element_spec() const { return dataset_->element_spec(); }

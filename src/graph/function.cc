@@ -1,4 +1,5 @@
 #include "graph/registry.h"
+#include "runtime/exception_status.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -161,7 +162,12 @@ Result<Element> Function::operator()(Element in, FunctionContext& ctx) const {
   if (!impl_ || !impl_->fn) {
     return InvalidArgumentError("function '" + name() + "' is not an element -> element function");
   }
-  Result<Element> r = impl_->fn(std::move(in), ctx);
+  Result<Element> r = InternalError("unset");
+  try {
+    r = impl_->fn(std::move(in), ctx);
+  } catch (...) {
+    r = StatusFromException("'" + impl_->name + "'");
+  }
   if (!r.ok()) [[unlikely]] r = r.status().WithContext("in function '" + impl_->name + "'");
   return r;
 }
@@ -170,7 +176,13 @@ Status Function::Apply(Element* inout, FunctionContext& ctx) const {
   if (!impl_ || !impl_->fn) [[unlikely]] {
     return InvalidArgumentError("function '" + name() + "' is not an element -> element function");
   }
-  Result<Element> r = impl_->fn(std::move(*inout), ctx);
+  Result<Element> r = [&]() -> Result<Element> {
+    try {
+      return impl_->fn(std::move(*inout), ctx);
+    } catch (...) {
+      return StatusFromException("'" + impl_->name + "'");
+    }
+  }();
   if (!r.ok()) [[unlikely]] {
     return r.status().WithContext("in function '" + impl_->name + "'");
   }
@@ -180,7 +192,12 @@ Status Function::Apply(Element* inout, FunctionContext& ctx) const {
 
 Result<bool> Function::Test(const Element& in, FunctionContext& ctx) const {
   if (impl_ && impl_->pred) {
-    auto r = impl_->pred(in, ctx);
+    Result<bool> r = InternalError("unset");
+    try {
+      r = impl_->pred(in, ctx);
+    } catch (...) {
+      r = StatusFromException("'" + impl_->name + "'");
+    }
     if (!r.ok()) return r.status().WithContext("in predicate '" + impl_->name + "'");
     return r;
   }
@@ -199,7 +216,12 @@ Result<Dataset> Function::MakeDataset(Element in, FunctionContext& ctx) const {
   if (!impl_ || !impl_->dfn) {
     return InvalidArgumentError("function '" + name() + "' is not an element -> dataset function");
   }
-  auto r = impl_->dfn(std::move(in), ctx);
+  Result<Dataset> r = InternalError("unset");
+  try {
+    r = impl_->dfn(std::move(in), ctx);
+  } catch (...) {
+    r = StatusFromException("'" + impl_->name + "'");
+  }
   if (!r.ok()) return r.status().WithContext("in function '" + impl_->name + "'");
   if (!r->ok()) return r->status().WithContext("in function '" + impl_->name + "'");
   return r;

@@ -6,7 +6,9 @@
 // type when it can be (a string to a dtype, a list of ints to a shape or to floats, ...);
 // an undeclared one is an error naming the closest valid name.
 #include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -124,6 +126,21 @@ Status SetTensorValue(Tensor* t, int64_t i, const Json& v) {
     }
     default: {
       SLUICE_ASSIGN_OR_RETURN(int64_t x, JsonInt(v));
+      // A value the dtype cannot hold is an error, not a wrapped byte.
+      int64_t lo = std::numeric_limits<int64_t>::min();
+      int64_t hi = std::numeric_limits<int64_t>::max();
+      if (t->dtype() == DType::kUInt8) lo = 0, hi = 255;
+      if (t->dtype() == DType::kInt8) lo = -128, hi = 127;
+      if (t->dtype() == DType::kInt16) lo = -32768, hi = 32767;
+      if (t->dtype() == DType::kInt32) {
+        lo = std::numeric_limits<int32_t>::min();
+        hi = std::numeric_limits<int32_t>::max();
+      }
+      if (x < lo || x > hi) {
+        return InvalidArgumentError("value " + std::to_string(x) +
+                                    " is out of range for dtype " +
+                                    std::string(DTypeName(t->dtype())));
+      }
       switch (t->dtype()) {
         case DType::kUInt8: t->mutable_data<uint8_t>()[i] = static_cast<uint8_t>(x); break;
         case DType::kInt8: t->mutable_data<int8_t>()[i] = static_cast<int8_t>(x); break;

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "runtime/resources.h"
+
 namespace sluice {
 
 ElementSpec BatchedSpec(const ElementSpec& spec, int64_t batch) {
@@ -36,6 +38,11 @@ Status ReadBatchRows(IteratorBase* input, int64_t batch_size,
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input->GetNext());
     if (!e) break;
     rows->push_back(std::move(*e));
+    const int64_t n = static_cast<int64_t>(rows->size());
+    if (BatchMemoryCheckDue(n, batch_size)) {
+      SLUICE_RETURN_IF_ERROR(CheckBufferMemory(
+          "a batch", batch_size, input->node().Cardinality(), n, rows->front()));
+    }
   }
   return Status::OK();
 }
@@ -62,6 +69,8 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
       column[i] = std::move(rows[i][c]);
     }
     auto stacked = Stack(column);
+    // The scratch keeps its capacity, not the rows: it would hold them until the next call.
+    for (Tensor& t : column) t = Tensor();
     if (!stacked.ok()) return stacked.status().WithContext("component " + std::to_string(c));
     out.push_back(std::move(stacked).value());
   }

@@ -6,13 +6,21 @@
 #include <utility>
 
 #include "core/coding.h"
+#include "runtime/async_buffer.h"
 
 namespace sluice {
+
+void ShuffleBuffer::Bind(const IteratorContext& ctx, IteratorBase* owner) {
+  charge_.Bind(ctx, owner, "a smaller buffer_size");
+  static_bytes_ = StaticElementBytes(owner->node().input(0)->element_spec());
+}
 
 void ShuffleBuffer::Reset(IteratorPtr input, uint64_t seed) {
   rng_ = Rng(seed);
   input_ = std::move(input);
   buffer_.clear();
+  charge_.Clear();
+  failed_ = Status::OK();
   hole_ = -1;
   consumed_ = 0;
   end_of_input_ = false;
@@ -20,6 +28,7 @@ void ShuffleBuffer::Reset(IteratorPtr input, uint64_t seed) {
 }
 
 Result<std::optional<Element>> ShuffleBuffer::Next() {
+  if (!failed_.ok()) [[unlikely]] return failed_;
   // Refill the slot emptied by the previous call, then top the buffer up.
   if (hole_ >= 0) {
     std::optional<Element> e;
@@ -27,7 +36,9 @@ Result<std::optional<Element>> ShuffleBuffer::Next() {
       SLUICE_ASSIGN_OR_RETURN(e, ReadInput());
     }
     if (e) {
-      buffer_[hole_] = {std::move(*e), consumed_ - 1};
+      const int64_t bytes = Bytes(*e);
+      SLUICE_RETURN_IF_ERROR(Charge(bytes));
+      buffer_[hole_] = {std::move(*e), consumed_ - 1, bytes};
     } else {
       if (hole_ + 1 < static_cast<int64_t>(buffer_.size())) {
         buffer_[hole_] = std::move(buffer_.back());
@@ -38,10 +49,15 @@ Result<std::optional<Element>> ShuffleBuffer::Next() {
   }
   while (!end_of_input_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, ReadInput());
-    if (e) buffer_.push_back({std::move(*e), consumed_ - 1});
+    if (e) {
+      const int64_t bytes = Bytes(*e);
+      SLUICE_RETURN_IF_ERROR(Charge(bytes));
+      buffer_.push_back({std::move(*e), consumed_ - 1, bytes});
+    }
   }
   if (buffer_.empty()) return std::nullopt;
   hole_ = static_cast<int64_t>(rng_.UniformInt(buffer_.size()));
+  charge_.Remove(buffer_[hole_].bytes);
   return std::move(buffer_[hole_].element);
 }
 
@@ -126,6 +142,8 @@ Status ShuffleBuffer::Restore(const CheckpointReader& r, const std::string& p,
     Slot s;
     if (i != hole_) {
       SLUICE_ASSIGN_OR_RETURN(s.element, r.ReadElement(p, "slot" + std::to_string(i)));
+      s.bytes = Bytes(s.element);
+      SLUICE_RETURN_IF_ERROR(Charge(s.bytes));
     }
     buffer_.push_back(std::move(s));
   }
@@ -167,7 +185,9 @@ Status ShuffleBuffer::RestoreByReplay(const CheckpointReader& r, const std::stri
     SLUICE_RETURN_IF_ERROR(SkipInput(index - pos, index));
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
     if (!e) return InputEndedEarly(index);
-    buffer_[slot] = {std::move(*e), index};
+    const int64_t bytes = Bytes(*e);
+    SLUICE_RETURN_IF_ERROR(Charge(bytes));
+    buffer_[slot] = {std::move(*e), index, bytes};
     pos = index + 1;
   }
   return SkipInput(consumed_ - pos, consumed_);

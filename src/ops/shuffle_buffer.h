@@ -13,6 +13,12 @@
 // ambiguous on replay) the buffered elements and the input's state are stored. Every
 // count read from a checkpoint is checked before it sizes anything; errors name `op`.
 //
+// Memory. The buffered elements are charged to the pipeline's RAM budget as a held buffer
+// (runtime/buffer_charge.h, rules in runtime/memory_budget.h) and published in the owner's
+// buffered_bytes / buffered_elements gauges. An element that does not fit fails the
+// pipeline with ResourceExhausted: that call and every later one return the error (the
+// buffer never shrinks, so waiting would not help).
+//
 // Thread-safety: none; owned by one iterator (the IteratorBase contract).
 #ifndef SLUICE_OPS_SHUFFLE_BUFFER_H_
 #define SLUICE_OPS_SHUFFLE_BUFFER_H_
@@ -22,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
 
 namespace sluice {
@@ -31,12 +38,16 @@ class ShuffleBuffer {
   ShuffleBuffer(std::string op, int64_t buffer_size, bool replayable)
       : op_(std::move(op)), buffer_size_(buffer_size), replayable_(replayable) {}
 
+  // Charges the buffer to ctx's budget and owner's gauges (call from Initialize); owner's
+  // input 0 is the shuffled input.
+  void Bind(const IteratorContext& ctx, IteratorBase* owner);
   // Starts a shuffle of `input` seeded with `seed` (the buffer keeps its capacity).
   void Reset(IteratorPtr input, uint64_t seed);
   // Drops the input (the owner's "finished" state); has_input() is then false.
   void ClearInput() {
     input_.reset();
     buffer_.clear();
+    charge_.Clear();
   }
   bool has_input() const { return input_ != nullptr; }
   int64_t consumed() const { return consumed_; }
@@ -55,6 +66,7 @@ class ShuffleBuffer {
   struct Slot {
     Element element;
     int64_t index = -1;  // the element's position in the input
+    int64_t bytes = 0;   // ElementBytes(element), as charged
   };
 
   // The next input element (nullopt at the end). An input error disables index-based
@@ -63,6 +75,16 @@ class ShuffleBuffer {
   Status RestoreByReplay(const CheckpointReader& r, const std::string& prefix, int64_t size);
   Status SkipInput(int64_t n, int64_t target);
   Status InputEndedEarly(int64_t at) const;
+  // An element's bytes: static_bytes_ when the input's spec fixes them.
+  int64_t Bytes(const Element& e) const {
+    return static_bytes_ >= 0 ? static_bytes_ : ElementBytes(e);
+  }
+  // Charges a buffered element of `bytes`; on failure the error sticks (failed_).
+  Status Charge(int64_t bytes) {
+    Status s = charge_.Add(bytes);
+    if (!s.ok()) [[unlikely]] failed_ = s;
+    return s;
+  }
 
   const std::string op_;
   const int64_t buffer_size_;
@@ -74,6 +96,9 @@ class ShuffleBuffer {
   int64_t hole_ = -1;     // slot returned by the last call, refilled by the next
   int64_t consumed_ = 0;  // input elements read
   bool end_of_input_ = false;
+  BufferCharge charge_;  // the buffered elements (the hole's excluded)
+  int64_t static_bytes_ = -1;  // every element's bytes, or -1 (set by Bind)
+  Status failed_;        // ResourceExhausted once the buffer did not fit
 };
 
 }  // namespace sluice

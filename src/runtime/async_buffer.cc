@@ -4,8 +4,25 @@
 #include <chrono>
 
 #include "graph/attr.h"
+#include "runtime/exception_status.h"
+#include "runtime/resources.h"
 
 namespace sluice {
+
+namespace {
+
+// Runs f on a pipeline thread, where an escaping exception would end the process: it
+// becomes the unit's error instead.
+template <typename F>
+Result<std::optional<Element>> FinishSafely(F&& f) {
+  try {
+    return f();
+  } catch (...) {
+    return StatusFromException("pipeline thread");
+  }
+}
+
+}  // namespace
 
 namespace {
 constexpr int64_t kMaxCheckpointSlots = int64_t{1} << 20;
@@ -170,11 +187,12 @@ void AsyncBufferIterator::RunnerLoop() {
     Status error;
     bool end = false;
     int64_t dropped = 0;  // rows pulled before an input error
-    slot->unit.inputs.reserve(want);
+    slot->unit.inputs.reserve(BatchReserve(want));
     {
       FetchScope scope(reserve > 0, &starving_);
       while (static_cast<int64_t>(slot->unit.inputs.size()) < want) {
-        Result<std::optional<Element>> r = input_->GetNext();
+        Result<std::optional<Element>> r =
+            FinishSafely([&] { return input_->GetNext(); });
         if (!r.ok()) {
           error = r.status();
           dropped = static_cast<int64_t>(slot->unit.inputs.size());
@@ -186,6 +204,16 @@ void AsyncBufferIterator::RunnerLoop() {
           break;
         }
         slot->unit.inputs.push_back(std::move(**r));
+        const int64_t n = static_cast<int64_t>(slot->unit.inputs.size());
+        if (BatchMemoryCheckDue(n, want)) {
+          error = CheckBufferMemory("a batch", want, input_->node().Cardinality(), n,
+                                    slot->unit.inputs.front());
+          if (!error.ok()) {
+            dropped = n;
+            slot->unit.inputs.clear();
+            break;
+          }
+        }
       }
       slot->reserved += scope.TakeTransferred();
     }
@@ -211,7 +239,8 @@ void AsyncBufferIterator::RunnerLoop() {
     } else if (parts == 0) {
       // Inline (prefetch): finish on this thread, outside the lock.
       l.unlock();
-      Result<std::optional<Element>> out = processor_->Finish(&s->unit);
+      Result<std::optional<Element>> out =
+          FinishSafely([&] { return processor_->Finish(&s->unit); });
       l.lock();
       CompleteLocked(s, std::move(out));
     } else {
@@ -251,7 +280,12 @@ void AsyncBufferIterator::Schedule(std::vector<Part> parts) {
 
 void AsyncBufferIterator::RunPart(Part p) {
   std::optional<TaskTimer> timer(&stats());  // the part, and Finish after the last one
-  Status st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+  Status st;
+  try {
+    st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+  } catch (...) {
+    st = StatusFromException(node().op());
+  }
   if (!st.ok()) {
     std::lock_guard<std::mutex> g(p.slot->unit.mu);
     if (p.slot->unit.status.ok()) p.slot->unit.status = st;
@@ -264,7 +298,7 @@ void AsyncBufferIterator::RunPart(Part p) {
     l.unlock();
     Result<std::optional<Element>> out{std::nullopt};
     if (p.slot->unit.status.ok()) {
-      out = processor_->Finish(&p.slot->unit);
+      out = FinishSafely([&] { return processor_->Finish(&p.slot->unit); });
     } else {
       out = p.slot->unit.status;
     }

@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "sluice/dataset.h"
+
 namespace sluice {
 namespace {
 
@@ -82,6 +84,30 @@ int64_t AvailableMemory() {
     avail = avail > 0 ? std::min(avail, cg) : cg;
   }
   return avail;
+}
+
+Status CheckBufferMemory(std::string_view what, int64_t batch_size,
+                         int64_t input_cardinality, int64_t rows_read,
+                         const Element& row) {
+  int64_t rows = batch_size;
+  if (input_cardinality >= 0) {
+    rows = std::min(batch_size, input_cardinality);
+  } else if (input_cardinality != kInfiniteCardinality) {
+    rows = std::min(batch_size, 2 * rows_read);
+  }
+  // A held row: its Element, each tensor with its buffer header, and the batch's copy.
+  int64_t row_bytes = sizeof(Element);
+  for (const Tensor& t : row.tensors()) {
+    row_bytes += sizeof(Tensor) + 128 + 2 * static_cast<int64_t>(t.nbytes());
+    if (t.dtype() == DType::kString)
+      row_bytes += 2 * t.num_elements() * sizeof(std::string);
+  }
+  const int64_t avail = AvailableMemory();
+  if (avail <= 0 || rows <= avail / row_bytes) return Status::OK();
+  return ResourceExhaustedError(std::string(what) + " of " + std::to_string(batch_size) +
+                                " elements of about " + std::to_string(row_bytes) +
+                                " bytes each needs more than the " +
+                                std::to_string(avail) + " bytes of memory available");
 }
 
 }  // namespace sluice

@@ -39,10 +39,18 @@ RuntimeOptions Resolve(RuntimeOptions o) {
   return o;
 }
 
+// The bound of buffers that must keep their elements (memory_budget.h): the budget when
+// the user set one; with the default budget (half of available memory), all of it.
+int64_t HoldLimit(const RuntimeOptions& given, const RuntimeOptions& resolved) {
+  if (given.ram_budget != 0 || resolved.ram_budget <= 0) return resolved.ram_budget;
+  return resolved.ram_budget > INT64_MAX / 2 ? INT64_MAX : 2 * resolved.ram_budget;
+}
+
 }  // namespace
 
 Runtime::Runtime(const RuntimeOptions& options)
-    : options_(Resolve(options)), memory_(options_.ram_budget) {}
+    : options_(Resolve(options)),
+      memory_(options_.ram_budget, HoldLimit(options, options_)) {}
 
 Executor& Runtime::executor() {
   std::call_once(executor_once_, [this] {

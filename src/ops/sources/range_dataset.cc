@@ -11,9 +11,15 @@ class RangeDataset : public DatasetNode {
       : DatasetNode("Range", std::move(args), ElementSpec{{{DType::kInt64, PartialShape{}}}}),
         start_(start), stop_(stop), step_(step) {}
 
-  int64_t Cardinality() const override {
-    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
-    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+  int64_t Cardinality() const override { return Remaining(start_); }
+
+  // Elements left from `next` on, in 128 bits: stop - start and the rounding overflow
+  // int64 for ranges spanning more than half of it.
+  int64_t Remaining(int64_t next) const {
+    const __int128 from = next, stop = stop_, step = step_;
+    if (step > 0)
+      return stop > from ? static_cast<int64_t>((stop - from + step - 1) / step) : 0;
+    return from > stop ? static_cast<int64_t>((from - stop - step - 1) / -step) : 0;
   }
 
  protected:
@@ -37,16 +43,16 @@ class RangeIterator : public IteratorBase {
     if (Done()) return std::nullopt;
     Element e;
     e.push_back(Tensor::Scalar<int64_t>(next_));  // moved in: no refcount traffic
-    next_ += ds_->step_;
+    // Past the last element next_ + step may not fit: jump to stop, which is done.
+    if (__builtin_add_overflow(next_, ds_->step_, &next_)) next_ = ds_->stop_;
     return e;
   }
 
   Result<int64_t> SkipInternal(int64_t n) override {
     if (Done()) return int64_t{0};
-    int64_t remaining = ds_->step_ > 0 ? (ds_->stop_ - next_ + ds_->step_ - 1) / ds_->step_
-                                       : (next_ - ds_->stop_ - ds_->step_ - 1) / -ds_->step_;
-    int64_t k = std::min(n, remaining);
-    next_ += k * ds_->step_;
+    const int64_t remaining = ds_->Remaining(next_);
+    const int64_t k = std::min(n, remaining);
+    next_ = k == remaining ? ds_->stop_ : next_ + k * ds_->step_;
     return k;
   }
 

@@ -1,6 +1,8 @@
 // TextLine: the lines of text files without their "\n" / "\r\n" endings, one string
 // scalar per line (tf.data's TextLineDataset); a last line without a newline is still a
-// line. Files are read one after another (ops/sources/file_sequence.h); an I/O or
+// line. A line longer than kMaxLineBytes (64 MiB; e.g. a file with no newline such as
+// /dev/zero) is a ResourceExhausted error naming the file and the line's offset, and ends
+// that file. Files are read one after another (ops/sources/file_sequence.h); an I/O or
 // decompression error ends its file. Checkpoint: file index + uncompressed offset of the
 // next line.
 #include "formats/input_stream.h"
@@ -11,6 +13,7 @@ namespace sluice {
 namespace {
 
 constexpr char kOp[] = "TextLine";
+constexpr size_t kMaxLineBytes = size_t{64} << 20;
 
 class TextLineReader : public StreamRecordReader {
  public:
@@ -21,7 +24,7 @@ class TextLineReader : public StreamRecordReader {
       scratch_.clear();
       record = &scratch_;
     }
-    return stream().ReadLine(record);
+    return stream().ReadLine(record, kMaxLineBytes);
   }
 
  private:

@@ -44,6 +44,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <variant>
 
 #include "graph/attr.h"
@@ -307,11 +308,38 @@ Result<Tensor> PadScalar(const PadValue& value, DType dtype) {
   }
 }
 
+// The largest padded tensor pad makes (Tensor::Allocate's bound).
+constexpr uint64_t kMaxPadBytes = uint64_t{1} << 40;
+
+// ResourceExhausted when `length` rows of `dims` (dim 0 replaced; unknown dims count as
+// 1) of `dtype` exceed kMaxPadBytes.
+Status CheckPadSize(int64_t length, std::span<const int64_t> dims, DType dtype) {
+  uint64_t bytes = std::max<size_t>(DTypeSize(dtype), 1);
+  bool over = static_cast<uint64_t>(length) > kMaxPadBytes / bytes;
+  bytes *= static_cast<uint64_t>(length);
+  for (size_t i = 1; i < dims.size() && !over && bytes > 0; ++i) {
+    if (dims[i] <= 0) continue;
+    over = static_cast<uint64_t>(dims[i]) > kMaxPadBytes / bytes;
+    bytes *= static_cast<uint64_t>(dims[i]);
+  }
+  if (!over && bytes <= kMaxPadBytes) return Status::OK();
+  return ResourceExhaustedError("pad: length " + std::to_string(length) + " makes a " +
+                                std::string(DTypeName(dtype)) +
+                                " tensor larger than the limit of " +
+                                std::to_string(kMaxPadBytes) + " bytes");
+}
+
 // `in` (rank >= 1, dim 0 < length) padded with `fill` rows up to `length` rows.
-Tensor PadRows(const Tensor& in, int64_t length, const Tensor& fill) {
+Result<Tensor> PadRows(const Tensor& in, int64_t length, const Tensor& fill) {
   Shape shape = in.shape();
   shape.set_dim(0, length);
-  Tensor out(in.dtype(), shape);
+  SLUICE_RETURN_IF_ERROR(CheckPadSize(length, shape.dims(), in.dtype()));
+  Result<Tensor> allocated = Tensor::Allocate(in.dtype(), shape);
+  if (!allocated.ok()) {
+    return ResourceExhaustedError("pad: length " + std::to_string(length) + ": " +
+                                  allocated.status().message());
+  }
+  Tensor out = std::move(allocated).value();
   const int64_t n_in = in.num_elements();
   const int64_t n_out = out.num_elements();
   if (in.dtype() == DType::kString) {
@@ -567,7 +595,7 @@ void RegisterPad(Registry* r) {
              *t = t->Slice(0, length);
            } else if (rows < length) {
              SLUICE_ASSIGN_OR_RETURN(Tensor fill, PadScalar(value, t->dtype()));
-             *t = PadRows(*t, length, fill);
+             SLUICE_ASSIGN_OR_RETURN(*t, PadRows(*t, length, fill));
            }
            return e;
          },
@@ -586,6 +614,7 @@ void RegisterPad(Registry* r) {
                  std::to_string(dims[0]) + " rows, more than length " +
                  std::to_string(length) + " (set truncate=true to cut it)");
            }
+           SLUICE_RETURN_IF_ERROR(CheckPadSize(length, dims, s->dtype));
            dims[0] = length;
            return ReplaceSpec(in, comp, {s->dtype, PartialShape(std::move(dims))});
          });

@@ -2,6 +2,7 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/resources.h"
 
 namespace sluice {
 namespace {
@@ -34,7 +35,7 @@ class BatchIterator : public UnaryIterator {
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
-    rows_.reserve(ds_->batch_size());
+    rows_.reserve(BatchReserve(ds_->batch_size()));
     SLUICE_RETURN_IF_ERROR(ReadBatchRows(input_.get(), ds_->batch_size(), &rows_));
     if (rows_.empty()) return std::nullopt;
     if (ds_->drop_remainder() && static_cast<int64_t>(rows_.size()) < ds_->batch_size()) {

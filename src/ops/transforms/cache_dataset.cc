@@ -16,6 +16,12 @@
 // body | fixed32 masked crc32c of the trailer's first 28 bytes. The whole body is checked
 // against its crc when the file is opened, so a damaged file is never partly used.
 //
+// Memory accounting: the elements a writing pass keeps, and for a reading iterator the
+// whole cache it reads, are charged to the pipeline's RAM budget as a held buffer
+// (runtime/buffer_charge.h). A writing pass whose elements do not fit fails with
+// ResourceExhausted (where tf.data would run out of memory), on that call and every later
+// one; the partial cache is dropped. The error says to cache to a file or raise the budget.
+//
 // Deviation from tf.data: a pass during which the input returned an error does not
 // populate the cache (tf.data caches the elements that succeeded, so later epochs
 // silently lose the failed ones); the error surfaces again on the next pass.
@@ -33,6 +39,7 @@
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
 
 namespace sluice {
@@ -315,15 +322,19 @@ class CacheDataset : public DatasetNode {
   const std::string& filename() const { return filename_; }
   std::string final_path() const { return filename_ + ".sluice-cache"; }
 
-  std::shared_ptr<const std::vector<Element>> memory_cache() const {
+  // The cached elements (null until a pass completes) and their bytes.
+  std::shared_ptr<const std::vector<Element>> memory_cache(int64_t* bytes) const {
     std::lock_guard<std::mutex> l(mu_);
+    *bytes = memory_bytes_;
     return memory_;
   }
   // The first complete pass wins; later ones are dropped.
-  void CommitMemory(std::vector<Element> elements) const {
+  void CommitMemory(std::vector<Element> elements, int64_t bytes) const {
     std::lock_guard<std::mutex> l(mu_);
-    if (!memory_)
+    if (!memory_) {
       memory_ = std::make_shared<const std::vector<Element>>(std::move(elements));
+      memory_bytes_ = bytes;
+    }
   }
 
  protected:
@@ -334,7 +345,10 @@ class CacheDataset : public DatasetNode {
   std::string filename_;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const std::vector<Element>> memory_;  // GUARDED_BY(mu_)
+  mutable int64_t memory_bytes_ = 0;                            // GUARDED_BY(mu_)
 };
+
+constexpr char kCacheHint[] = "cache to a file (cache(filename)) instead of in memory";
 
 class CacheIterator : public IteratorBase {
  public:
@@ -344,10 +358,13 @@ class CacheIterator : public IteratorBase {
   Status Initialize(const IteratorContext& ctx) override {
     ctx_ = ctx;
     if (ds_->in_memory()) {
-      memory_ = ds_->memory_cache();
+      charge_.Bind(ctx, this, kCacheHint);
+      int64_t bytes = 0;
+      memory_ = ds_->memory_cache(&bytes);
       if (memory_) {
         mode_ = Mode::kReadMemory;
-        return Status::OK();
+        // This pipeline holds the whole cache while it reads it.
+        return charge_.Add(bytes, static_cast<int64_t>(memory_->size()));
       }
     } else {
       auto reader = CacheFileReader::Open(ds_->final_path());
@@ -384,6 +401,7 @@ class CacheIterator : public IteratorBase {
       case Mode::kWrite:
         break;
     }
+    if (!failed_.ok()) return failed_;
     if (caching_ && !ds_->in_memory() && !writer_) {
       auto w = CacheFileWriter::Create(ds_->filename());
       if (!w.ok()) {
@@ -401,7 +419,8 @@ class CacheIterator : public IteratorBase {
       if (caching_) {
         caching_ = false;
         if (ds_->in_memory()) {
-          ds_->CommitMemory(std::move(buffer_));
+          // The charge stays until destruction: the committed cache is still in memory.
+          ds_->CommitMemory(std::move(buffer_), charge_.bytes());
         } else {
           Status s = writer_->Finish(ds_->final_path());
           writer_.reset();
@@ -418,6 +437,11 @@ class CacheIterator : public IteratorBase {
     }
     if (caching_) {
       if (ds_->in_memory()) {
+        if (Status s = charge_.AddElement(**r); !s.ok()) {
+          Abandon();
+          failed_ = s;
+          return s;
+        }
         buffer_.push_back(**r);
       } else if (Status s = writer_->Append(**r); !s.ok()) {
         write_error_ = s.WithContext("Cache");
@@ -525,6 +549,7 @@ class CacheIterator : public IteratorBase {
     caching_ = false;
     buffer_.clear();
     buffer_.shrink_to_fit();
+    charge_.Clear();
     writer_.reset();
   }
   void SwitchToUncachedInput() {
@@ -549,6 +574,10 @@ class CacheIterator : public IteratorBase {
   std::vector<Element> buffer_;  // memory: this pass's elements so far
   std::unique_ptr<CacheFileWriter> writer_;
   Status write_error_;  // reported at the end of the pass
+  // Memory: what this iterator holds (the pass so far, or the cache it reads), and the
+  // ResourceExhausted that failed the pass.
+  BufferCharge charge_;
+  Status failed_;
 };
 
 Result<IteratorPtr> CacheDataset::MakeIteratorInternal(

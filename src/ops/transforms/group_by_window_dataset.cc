@@ -12,12 +12,18 @@
 //
 // BucketBySequenceLength composes GroupByWindow (key = bucket of length_fn) with a reduce
 // function that padded-batches each window, so it inherits GroupByWindow's checkpoints.
+//
+// Memory: the elements of the open groups and of the window being reduced are charged to
+// the pipeline's RAM budget as a held buffer (runtime/buffer_charge.h) and published in
+// buffered_bytes / buffered_elements. An element that does not fit fails the pipeline with
+// ResourceExhausted, on that call and every later one.
 #include <algorithm>
 #include <map>
 
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
 
 namespace sluice {
@@ -207,7 +213,13 @@ class GroupByWindowIterator : public UnaryIterator {
       : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
+  Status InitializeState(const IteratorContext& ctx) override {
+    charge_.Bind(ctx, this, "smaller windows");
+    return Status::OK();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
+    if (!failed_.ok()) return failed_;
     while (true) {
       if (current_) {
         // An error here is the reduced dataset's; it has made progress, so carry on
@@ -215,7 +227,7 @@ class GroupByWindowIterator : public UnaryIterator {
         SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, current_->GetNext());
         if (e) return e;
         current_.reset();
-        current_window_.clear();
+        ReleaseWindow();
         continue;
       }
       if (!input_done_) {
@@ -228,6 +240,10 @@ class GroupByWindowIterator : public UnaryIterator {
         SLUICE_ASSIGN_OR_RETURN(int64_t key, Key(*e));
         auto window_size = ds_->WindowSize(key);
         if (!window_size.ok()) return window_size.status().WithContext("GroupByWindow");
+        if (Status st = charge_.AddElement(*e); !st.ok()) {
+          failed_ = st;
+          return st;
+        }
         std::vector<Element>& group = groups_[key];
         group.push_back(std::move(*e));
         if (static_cast<int64_t>(group.size()) >= *window_size) {
@@ -276,13 +292,15 @@ class GroupByWindowIterator : public UnaryIterator {
     SLUICE_ASSIGN_OR_RETURN(reduce_position_, r.ReadInt(p, "reduce_position"));
     SLUICE_ASSIGN_OR_RETURN(int64_t num_groups, r.ReadInt(p, "num_groups"));
     groups_.clear();
+    current_.reset();
+    current_window_.clear();
+    charge_.Clear();
+    failed_ = Status::OK();
     for (int64_t g = 0; g < num_groups; ++g) {
       const std::string gp = "group_" + std::to_string(g);
       SLUICE_ASSIGN_OR_RETURN(int64_t key, r.ReadInt(p, gp + "_key"));
       SLUICE_ASSIGN_OR_RETURN(groups_[key], ReadElements(r, gp));
     }
-    current_.reset();
-    current_window_.clear();
     SLUICE_ASSIGN_OR_RETURN(int64_t has_current, r.ReadInt(p, "has_current"));
     if (has_current) {
       SLUICE_ASSIGN_OR_RETURN(int64_t key, r.ReadInt(p, "current_key"));
@@ -307,8 +325,16 @@ class GroupByWindowIterator : public UnaryIterator {
     return k[0].scalar<int64_t>();
   }
 
-  // Calls the reduce function on a window and starts iterating over its result.
+  // Calls the reduce function on a window and starts iterating over its result. The
+  // window's elements are charged; on an error they leave the buffer.
   Status StartReduce(int64_t key, std::vector<Element> window, int64_t position) {
+    current_window_ = std::move(window);
+    Status s = StartReduceOf(key, position);
+    if (!s.ok()) ReleaseWindow();
+    return s;
+  }
+  Status StartReduceOf(int64_t key, int64_t position) {
+    const std::vector<Element>& window = current_window_;
     auto wds = GroupWindow(window, ds_->input(0)->element_spec());
     if (!wds.ok()) return wds.status().WithContext("GroupByWindow");
     FunctionContext fctx(ds_->seed(), position);
@@ -320,7 +346,6 @@ class GroupByWindowIterator : public UnaryIterator {
         MakeChild(reduced.node(), ctx_.Mixed(static_cast<uint64_t>(position)), "reduce"));
     current_key_ = key;
     current_position_ = position;
-    current_window_ = std::move(window);
     return Status::OK();
   }
 
@@ -331,8 +356,9 @@ class GroupByWindowIterator : public UnaryIterator {
       w->WriteElement(prefix(), name + "_" + std::to_string(i), elements[i]);
     }
   }
+  // Reads and charges the elements.
   Result<std::vector<Element>> ReadElements(const CheckpointReader& r,
-                                            const std::string& name) const {
+                                            const std::string& name) {
     SLUICE_ASSIGN_OR_RETURN(int64_t n, r.ReadInt(prefix(), name + "_size"));
     if (n < 0 || n > (int64_t{1} << 32)) {
       return DataLossError("corrupt GroupByWindow checkpoint: " + std::to_string(n) +
@@ -342,9 +368,15 @@ class GroupByWindowIterator : public UnaryIterator {
     for (int64_t i = 0; i < n; ++i) {
       SLUICE_ASSIGN_OR_RETURN(Element e,
                               r.ReadElement(prefix(), name + "_" + std::to_string(i)));
+      SLUICE_RETURN_IF_ERROR(charge_.AddElement(e));
       out.push_back(std::move(e));
     }
     return out;
+  }
+  // The window being reduced was emitted: its elements leave the buffer.
+  void ReleaseWindow() {
+    for (const Element& e : current_window_) charge_.RemoveElement(e);
+    current_window_.clear();
   }
 
   const GroupByWindowDataset* ds_;
@@ -357,6 +389,8 @@ class GroupByWindowIterator : public UnaryIterator {
   int64_t current_key_ = 0;
   int64_t current_position_ = 0;
   std::vector<Element> current_window_;
+  BufferCharge charge_;  // the elements of groups_ and current_window_
+  Status failed_;        // ResourceExhausted once the groups did not fit
 };
 
 Result<IteratorPtr> GroupByWindowDataset::MakeIteratorInternal(

@@ -107,6 +107,9 @@ class RepeatIterator : public IteratorBase {
     }
     ++epoch_;
     first_call_ = true;
+    // The finished epoch goes first, so what it held (an in-memory cache's charge) is not
+    // counted twice while the next one starts.
+    input_.reset();
     auto in = MakeInput(ctx_.Mixed(static_cast<uint64_t>(epoch_)));
     if (!in.ok()) {
       input_.reset();  // cannot go on: the error is reported once, then the end

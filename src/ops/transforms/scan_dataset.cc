@@ -3,6 +3,7 @@
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
 
 namespace sluice {
@@ -36,6 +37,13 @@ class ScanIterator : public UnaryIterator {
       : UnaryIterator(ds->shared(), prefix), ds_(ds), state_(ds->initial_state()) {}
 
  protected:
+  // The state is charged as a held buffer (runtime/buffer_charge.h); its bytes change only
+  // with string components.
+  Status InitializeState(const IteratorContext& ctx) override {
+    charge_.Bind(ctx, this, "a smaller scan state");
+    return ChargeState();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
     if (!in) return std::nullopt;
@@ -63,6 +71,7 @@ class ScanIterator : public UnaryIterator {
     }
     std::vector<Tensor> rest(out.tensors().begin() + s, out.tensors().end());
     for (size_t i = 0; i < s; ++i) state_[i] = std::move(out[i]);
+    SLUICE_RETURN_IF_ERROR(ChargeState());
     Names names;
     if (out.names() && out.names()->size() == out.size()) {
       names = MakeNames(
@@ -94,12 +103,22 @@ class ScanIterator : public UnaryIterator {
       }
     }
     state_ = std::move(state.tensors());
-    return Status::OK();
+    return ChargeState();
   }
 
  private:
+  // Charges the state's current bytes (as one element).
+  Status ChargeState() {
+    int64_t bytes = 0;
+    for (const Tensor& t : state_) bytes += static_cast<int64_t>(t.nbytes());
+    if (bytes == charge_.bytes() && charge_.elements() == 1) return Status::OK();
+    charge_.Remove(charge_.bytes(), charge_.elements());
+    return charge_.Add(bytes);
+  }
+
   const ScanDataset* ds_;
   std::vector<Tensor> state_;
+  BufferCharge charge_;  // state_
   int64_t position_ = 0;
 };
 

@@ -69,6 +69,7 @@ class ShuffleAndRepeatIterator : public IteratorBase {
 
   Status Initialize(const IteratorContext& ctx) override {
     ctx_ = ctx;
+    shuffle_.Bind(ctx, this);
     if (ds_->count() == 0) return Status::OK();
     return StartEpoch(0);
   }

@@ -45,6 +45,7 @@ class ShuffleIterator : public IteratorBase {
 
   Status Initialize(const IteratorContext& ctx) override {
     ctx_ = ctx;
+    shuffle_.Bind(ctx, this);
     SLUICE_ASSIGN_OR_RETURN(IteratorPtr input, MakeInput(ctx));
     shuffle_.Reset(std::move(input),
                    ds_->reshuffle() ? HashCombine(ds_->seed(), ctx.seed_mix) : ds_->seed());

@@ -1,6 +1,7 @@
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
 
 namespace sluice {
@@ -34,9 +35,16 @@ class UnbatchIterator : public UnaryIterator {
       : UnaryIterator(ds->shared(), prefix) {}
 
  protected:
+  // The current batch is charged as a held buffer (runtime/buffer_charge.h) while its
+  // rows are handed out (they are views of it).
+  Status InitializeState(const IteratorContext& ctx) override {
+    charge_.Bind(ctx, this, "smaller batches");
+    return Status::OK();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     while (!current_ || index_ >= rows_) {
-      current_.reset();
+      ResetCurrent();
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (!e) return std::nullopt;
       SLUICE_RETURN_IF_ERROR(SetCurrent(std::move(*e)));
@@ -62,7 +70,7 @@ class UnbatchIterator : public UnaryIterator {
 
   Status RestoreState(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(int64_t has, r.ReadInt(prefix(), "has_current"));
-    current_.reset();
+    ResetCurrent();
     if (has) {
       SLUICE_ASSIGN_OR_RETURN(Element rest, r.ReadElement(prefix(), "rest"));
       SLUICE_RETURN_IF_ERROR(SetCurrent(std::move(rest)));
@@ -85,15 +93,21 @@ class UnbatchIterator : public UnaryIterator {
       }
       n = e[i].dim(0);
     }
+    SLUICE_RETURN_IF_ERROR(charge_.AddElement(e));
     current_ = std::move(e);
     rows_ = n;
     index_ = 0;
     return Status::OK();
   }
+  void ResetCurrent() {
+    if (current_) charge_.Remove(charge_.bytes(), charge_.elements());
+    current_.reset();
+  }
 
   std::optional<Element> current_;
   int64_t rows_ = 0;
   int64_t index_ = 0;
+  BufferCharge charge_;  // current_
 };
 
 Result<IteratorPtr> UnbatchDataset::MakeIteratorInternal(

@@ -7,12 +7,18 @@
 // component; zip the component windows for several). Which elements form which window is
 // exactly tf.data's: window i holds input elements i*shift + j*stride for j in [0, size)
 // that exist, and the partial windows at the end are emitted unless drop_remainder.
+//
+// Memory: the buffered input elements (up to a window's span) are charged to the
+// pipeline's RAM budget as a held buffer (runtime/buffer_charge.h); a span that does not
+// fit fails the pipeline with ResourceExhausted, on that call and every later one.
 #include <deque>
 
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
+#include "runtime/resources.h"
 
 namespace sluice {
 namespace {
@@ -56,6 +62,11 @@ class WindowIterator : public UnaryIterator {
       : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
+  Status InitializeState(const IteratorContext& ctx) override {
+    charge_.Bind(ctx, this, "a smaller window size or stride");
+    return Status::OK();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     SLUICE_ASSIGN_OR_RETURN(bool has, Advance());
     if (!has) return std::nullopt;
@@ -120,10 +131,12 @@ class WindowIterator : public UnaryIterator {
                            " to skip");
     }
     input_done_ = done != 0;
-    buffer_.clear();
+    ClearBuffer();
+    failed_ = Status::OK();
     for (int64_t i = 0; i < n; ++i) {
       SLUICE_ASSIGN_OR_RETURN(Element e,
                               r.ReadElement(prefix(), "buffer_" + std::to_string(i)));
+      SLUICE_RETURN_IF_ERROR(charge_.AddElement(e));
       buffer_.push_back(std::move(e));
     }
     return Status::OK();
@@ -133,6 +146,7 @@ class WindowIterator : public UnaryIterator {
   // Fills the buffer, takes the next window's members into window_ and shifts the buffer.
   // False at the end. On an input error the elements read so far stay buffered.
   Result<bool> Advance() {
+    if (!failed_.ok()) return failed_;
     // The previous shift went past the buffer: skip the rest in the input, one at a time
     // so that an error leaves an exact count (the failed element counts as skipped).
     while (pending_skip_ > 0 && !input_done_) {
@@ -149,10 +163,19 @@ class WindowIterator : public UnaryIterator {
         input_done_ = true;
         break;
       }
+      if (Status s = charge_.AddElement(*e); !s.ok()) {
+        failed_ = s;
+        return s;
+      }
       buffer_.push_back(std::move(*e));
+      const int64_t n = static_cast<int64_t>(buffer_.size());
+      if (BatchMemoryCheckDue(n, ds_->span())) {
+        SLUICE_RETURN_IF_ERROR(CheckBufferMemory(
+            "a window", ds_->span(), input_->node().Cardinality(), n, buffer_.front()));
+      }
     }
     if (buffer_.empty() || (ds_->drop_remainder() && buffer_.size() < span)) {
-      buffer_.clear();
+      ClearBuffer();
       input_done_ = true;
       pending_skip_ = 0;
       return false;
@@ -162,12 +185,18 @@ class WindowIterator : public UnaryIterator {
     for (size_t i = 0; i < buffer_.size(); i += stride) window_.push_back(buffer_[i]);
     const size_t shift = static_cast<size_t>(ds_->shift());
     if (shift <= buffer_.size()) {
+      for (size_t i = 0; i < shift; ++i) charge_.RemoveElement(buffer_[i]);
       buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(shift));
     } else {
       pending_skip_ = static_cast<int64_t>(shift - buffer_.size());
-      buffer_.clear();
+      ClearBuffer();
     }
     return true;
+  }
+
+  void ClearBuffer() {
+    buffer_.clear();
+    charge_.Clear();
   }
 
   const WindowDataset* ds_;
@@ -175,6 +204,8 @@ class WindowIterator : public UnaryIterator {
   std::vector<Element> window_;
   int64_t pending_skip_ = 0;  // input elements to drop before the next window starts
   bool input_done_ = false;
+  BufferCharge charge_;  // buffer_'s elements
+  Status failed_;        // ResourceExhausted once the span did not fit
 };
 
 Result<IteratorPtr> WindowDataset::MakeIteratorInternal(
