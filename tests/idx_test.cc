@@ -209,10 +209,10 @@ TEST(IdxTest, BadHeadersNameFileAndOffset) {
   std::string u32max = Bytes({0xff, 0xff, 0xff, 0xff});
   std::vector<Case> cases = {
       {"magic", Bytes({1, 0, 0x08, 1, 0, 0, 0, 1, 7}), "byte offset 0", "bad magic"},
-      {"type", Bytes({0, 0, 0x07, 1, 0, 0, 0, 1, 7}), "byte offset 2", "type code 0x07"},
-      {"ndims0", Bytes({0, 0, 0x08, 0}), "byte offset 3", "ndims 0"},
+      {"type", Bytes({0, 0, 0x07, 1, 0, 0, 0, 1, 7}), "byte offset 2", "unknown IDX type code"},
+      {"ndims0", Bytes({0, 0, 0x08, 0}), "byte offset 3", "ndims out of range"},
       {"ndims17", Bytes({0, 0, 0x08, 17}) + std::string(68, '\1'), "byte offset 3",
-       "ndims 17"},
+       "ndims out of range"},
       {"short", Bytes({0, 0, 0x08}), "byte offset 3", "truncated header"},
       {"short_dims", Bytes({0, 0, 0x08, 3, 0, 0, 0, 1, 0, 0}), "byte offset 10",
        "truncated header"},

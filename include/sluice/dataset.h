@@ -51,6 +51,7 @@ namespace sluice {
 class DatasetNode;
 class IteratorBase;
 class Dataset;
+class Env;
 
 // Owns an internal iterator. Deleting one first unlinks it from its parent in the iterator
 // tree, so a concurrent Cancel or stats snapshot never reaches a half-destroyed iterator.
@@ -92,6 +93,10 @@ class FunctionContext {
   // Null elsewhere.
   const Dataset* window() const { return window_; }
   void set_window(const Dataset* w) { window_ = w; }
+  // The pipeline's file system (src/core/env.h) for kernels that read files (read_file);
+  // null means the default. Set by the ops that apply map functions.
+  Env* env() const { return env_; }
+  void set_env(Env* env) { env_ = env; }
 
   // Output slots: where the caller stores each output component anyway (MapAndBatch offers
   // the element's rows of the batch it assembles). A kernel that creates output component
@@ -113,6 +118,7 @@ class FunctionContext {
   Rng rng_;
   int64_t position_;
   const Dataset* window_ = nullptr;
+  Env* env_ = nullptr;
   std::span<const Tensor> slots_;
   uint64_t taken_ = 0;  // bit i: slot i handed out (slots past 64 are never offered)
 };
@@ -232,6 +238,11 @@ struct RuntimeOptions {
   // Where AUTOTUNE parallelism starts. 0: the CPU budget (as tf.data); the tuner then
   // moves it.
   int64_t initial_parallelism = 0;
+  // The file system the pipeline reads and writes through (src/core/env.h; tests inject
+  // faults with it); not owned, must outlive the iterator. Null: the POSIX default.
+  Env* env = nullptr;
+  // Options::files: when set, `env` is wrapped in a confined Env.
+  FileOptions files;
   // The runtime view of user-facing Options (defaults resolved later by the Runtime).
   static RuntimeOptions FromOptions(const Options& options);
 };
@@ -386,7 +397,8 @@ class Dataset {
   // changes and time, or "disabled" (OptimizeReport::Lines).
   Result<std::vector<std::string>> OptimizationReport() const;
   // An iterator over the graph exactly as built (no static rewrites) with explicit runtime
-  // settings; the dataset's options are ignored. Tests and benchmarks of single ops.
+  // settings; the dataset's options are ignored, except Options::files when `options.files`
+  // sets nothing (confinement is never dropped). Tests and benchmarks of single ops.
   Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
 
  private:

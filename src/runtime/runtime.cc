@@ -42,7 +42,11 @@ RuntimeOptions Resolve(RuntimeOptions o) {
 }  // namespace
 
 Runtime::Runtime(const RuntimeOptions& options)
-    : options_(Resolve(options)), memory_(options_.ram_budget) {}
+    : options_(Resolve(options)), memory_(options_.ram_budget) {
+  env_ = options_.env != nullptr ? options_.env : Env::Default();
+  confined_env_ = NewConfinedEnvFor(env_, options_.files);
+  if (confined_env_) env_ = confined_env_.get();
+}
 
 Executor& Runtime::executor() {
   std::call_once(executor_once_, [this] {
