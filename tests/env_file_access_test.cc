@@ -37,7 +37,8 @@ void WriteTFRecord(const std::string& path, const std::vector<std::string>& reco
 
 std::vector<std::string> Records(const std::string& file_tag, int n) {
   std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) out.push_back(file_tag + "-" + std::to_string(i) + std::string(50, 'x'));
+  for (int i = 0; i < n; ++i)
+    out.push_back(file_tag + "-" + std::to_string(i) + std::string(50, 'x'));
   return out;
 }
 
@@ -112,8 +113,10 @@ TEST_F(RecordFaultTest, EioNamesFileAndOffsetAndOtherFilesStillArrive) {
   // Files 0 and 2 whole, file 1 up to the damage.
   std::vector<std::string> got = StringsOf(run.elements);
   std::vector<std::string> want = All();
-  for (const std::string& r : Records("f0", 20)) EXPECT_NE(std::count(got.begin(), got.end(), r), 0) << r;
-  for (const std::string& r : Records("f2", 20)) EXPECT_NE(std::count(got.begin(), got.end(), r), 0) << r;
+  for (const std::string& r : Records("f0", 20))
+    EXPECT_NE(std::count(got.begin(), got.end(), r), 0) << r;
+  for (const std::string& r : Records("f2", 20))
+    EXPECT_NE(std::count(got.begin(), got.end(), r), 0) << r;
   EXPECT_GT(got.size(), 40u);
   EXPECT_LT(got.size(), want.size());
 
@@ -145,7 +148,8 @@ TEST_F(RecordFaultTest, ShortAndSlowReadsAreRetriedNotErrors) {
   env.Set(text, {.max_read = 1});
   Pass lines = Drain(Dataset::TextLine({text}), &env);
   EXPECT_TRUE(lines.errors.empty());
-  EXPECT_EQ(StringsOf(lines.elements), (std::vector<std::string>{"alpha", "beta", "gamma"}));
+  EXPECT_EQ(StringsOf(lines.elements),
+            (std::vector<std::string>{"alpha", "beta", "gamma"}));
 }
 
 TEST_F(RecordFaultTest, FileShrinkingBetweenStatAndReadIsDataLossNamingIt) {
@@ -157,8 +161,10 @@ TEST_F(RecordFaultTest, FileShrinkingBetweenStatAndReadIsDataLossNamingIt) {
   EXPECT_TRUE(Contains(run.errors[0].ToString(), files_[0])) << run.errors[0];
   EXPECT_TRUE(Contains(run.errors[0].ToString(), "offset")) << run.errors[0];
   std::vector<std::string> got = StringsOf(run.elements);
-  for (const std::string& r : Records("f1", 20)) EXPECT_NE(std::count(got.begin(), got.end(), r), 0);
-  for (const std::string& r : Records("f2", 20)) EXPECT_NE(std::count(got.begin(), got.end(), r), 0);
+  for (const std::string& r : Records("f1", 20))
+    EXPECT_NE(std::count(got.begin(), got.end(), r), 0);
+  for (const std::string& r : Records("f2", 20))
+    EXPECT_NE(std::count(got.begin(), got.end(), r), 0);
 }
 
 TEST_F(RecordFaultTest, OpenFailureIsReportedOnceAndSkipped) {
@@ -224,7 +230,8 @@ TEST(FaultEnvTest, TextLineAndFixedLengthErrorsNameFileAndOffset) {
 
 Tensor Matrix(int rows, int cols) {
   Tensor t = Tensor::Allocate(DType::kUInt8, Shape{rows, cols}).value();
-  for (int i = 0; i < rows * cols; ++i) t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(i);
+  for (int i = 0; i < rows * cols; ++i)
+    t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(i);
   return t;
 }
 
@@ -283,7 +290,8 @@ TEST(FaultEnvTest, CacheWriteFailureDeliversEverythingAndPublishesNothing) {
   bad.Set(cache + ".sluice-cache", {.eio_after = 100});
   Pass read = Drain(Dataset::Range(1000).Cache(cache), &bad);
   ASSERT_FALSE(read.errors.empty());
-  EXPECT_TRUE(Contains(read.errors[0].ToString(), cache + ".sluice-cache")) << read.errors[0];
+  EXPECT_TRUE(Contains(read.errors[0].ToString(), cache + ".sluice-cache"))
+      << read.errors[0];
   EXPECT_TRUE(Contains(read.errors[0].ToString(), "offset")) << read.errors[0];
 }
 
@@ -337,8 +345,9 @@ TEST_F(ConfinedTest, RecordSourcesOutsideTheRootsAreRefused) {
     ExpectDenied(fixed.errors[0], p);
   }
   // Inside the root: read.
-  Pass ok = Drain(Dataset::TFRecord({inside_.File("ok.tfrecord")}).WithOptions(Confined()),
-                 Env::Default());
+  Pass ok =
+      Drain(Dataset::TFRecord({inside_.File("ok.tfrecord")}).WithOptions(Confined()),
+            Env::Default());
   EXPECT_TRUE(ok.errors.empty());
   EXPECT_EQ(ok.elements.size(), 1u);
 }
@@ -380,24 +389,26 @@ TEST_F(ConfinedTest, SpecsAreConfinedWhileBuiltToo) {
 }
 
 TEST_F(ConfinedTest, ListFilesAndImageFolderBuiltUnconfinedRefuseAtIteration) {
-  Pass files = Drain(Dataset::ListFiles({outside_.File("*")}, false).WithOptions(Confined()),
-                    Env::Default());
+  Pass files =
+      Drain(Dataset::ListFiles({outside_.File("*")}, false).WithOptions(Confined()),
+            Env::Default());
   ASSERT_FALSE(files.errors.empty());
   ExpectDenied(files.errors[0], outside_.path());
   EXPECT_TRUE(files.elements.empty());
   mkdir(outside_.File("cls").c_str(), 0755);
   WriteFile(outside_.File("cls/x.jpg"), "x");
   Pass images = Drain(Dataset::ImageFolder(outside_.path()).WithOptions(Confined()),
-                     Env::Default());
+                      Env::Default());
   ASSERT_FALSE(images.errors.empty());
   EXPECT_EQ(images.errors[0].code(), StatusCode::kPermissionDenied);
   EXPECT_TRUE(images.elements.empty());
   // read_file of a path outside the roots.
   auto read = Function::Kernel("read_file", {});
-  Pass bytes = Drain(Dataset::FromTensors(Element{Tensor::Scalar(outside_.File("secret.txt"))})
-                        .Map(*read)
-                        .WithOptions(Confined()),
-                    Env::Default());
+  Pass bytes =
+      Drain(Dataset::FromTensors(Element{Tensor::Scalar(outside_.File("secret.txt"))})
+                .Map(*read)
+                .WithOptions(Confined()),
+            Env::Default());
   ASSERT_EQ(bytes.errors.size(), 1u);
   ExpectDenied(bytes.errors[0], outside_.File("secret.txt"));
 }
@@ -405,7 +416,7 @@ TEST_F(ConfinedTest, ListFilesAndImageFolderBuiltUnconfinedRefuseAtIteration) {
 TEST_F(ConfinedTest, CacheWritesOnlyUnderWriteRoots) {
   // Reads confined, no write root: no cache file anywhere, the elements still arrive.
   Pass run = Drain(Dataset::Range(5).Cache(inside_.File("c")).WithOptions(Confined()),
-                  Env::Default());
+                   Env::Default());
   EXPECT_EQ(run.elements.size(), 5u);
   ASSERT_EQ(run.errors.size(), 1u);
   EXPECT_EQ(run.errors[0].code(), StatusCode::kPermissionDenied) << run.errors[0];
@@ -414,12 +425,13 @@ TEST_F(ConfinedTest, CacheWritesOnlyUnderWriteRoots) {
   Options o = Confined();
   o.files.allowed_write_roots = std::vector<std::string>{inside_.File("w")};
   mkdir(inside_.File("w").c_str(), 0755);
-  Pass ok = Drain(Dataset::Range(5).Cache(inside_.File("w/c")).WithOptions(o), Env::Default());
+  Pass ok =
+      Drain(Dataset::Range(5).Cache(inside_.File("w/c")).WithOptions(o), Env::Default());
   EXPECT_TRUE(ok.errors.empty());
   struct stat st;
   EXPECT_EQ(stat(inside_.File("w/c.sluice-cache").c_str(), &st), 0);
-  for (const std::string& p : {outside_.File("c"), inside_.File("link/c"),
-                               inside_.File("w/../c")}) {
+  for (const std::string& p :
+       {outside_.File("c"), inside_.File("link/c"), inside_.File("w/../c")}) {
     Pass bad = Drain(Dataset::Range(5).Cache(p).WithOptions(o), Env::Default());
     EXPECT_EQ(bad.elements.size(), 5u);
     ASSERT_EQ(bad.errors.size(), 1u) << p;
@@ -473,7 +485,8 @@ TEST(NonRegularFileTest, DevicesAndFifosAreRefusedQuickly) {
   TempDir dir;
   const std::string fifo = dir.File("fifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
-  for (const std::string& p : {std::string("/dev/zero"), std::string("/dev/urandom"), fifo}) {
+  for (const std::string& p :
+       {std::string("/dev/zero"), std::string("/dev/urandom"), fifo}) {
     ExpectBounded(
         [&] {
           Pass a = Drain(Dataset::TFRecord({p}), Env::Default());
@@ -481,7 +494,7 @@ TEST(NonRegularFileTest, DevicesAndFifosAreRefusedQuickly) {
           auto idx = Dataset::Idx(p);
           auto read = Function::Kernel("read_file", {});
           Pass c = Drain(Dataset::FromTensors(Element{Tensor::Scalar(p)}).Map(*read),
-                        Env::Default());
+                         Env::Default());
           for (const Pass* r : {&a, &b, &c}) {
             if (r->errors.size() != 1 || !r->elements.empty()) return false;
             if (r->errors[0].code() != StatusCode::kInvalidArgument) return false;
@@ -520,9 +533,10 @@ TEST(AvailableMemoryTest, TakesTheSmallestHeadroom) {
   EXPECT_EQ(AvailableMemoryFrom({}), 0);
   EXPECT_EQ(AvailableMemoryFrom({.mem_available = 8 * kGiB}), 8 * kGiB);
   // RLIMIT_AS minus the address space in use.
-  EXPECT_EQ(AvailableMemoryFrom(
-                {.mem_available = 8 * kGiB, .rlimit_as = 4 * kGiB, .address_space = kGiB}),
-            3 * kGiB);
+  EXPECT_EQ(
+      AvailableMemoryFrom(
+          {.mem_available = 8 * kGiB, .rlimit_as = 4 * kGiB, .address_space = kGiB}),
+      3 * kGiB);
   // cgroup limit minus usage.
   EXPECT_EQ(AvailableMemoryFrom({.mem_available = 8 * kGiB,
                                  .rlimit_as = 4 * kGiB,
@@ -533,12 +547,12 @@ TEST(AvailableMemoryTest, TakesTheSmallestHeadroom) {
   // Only a cgroup known.
   EXPECT_EQ(AvailableMemoryFrom({.cgroup_limit = kGiB}), kGiB);
   // A limit already exceeded leaves nothing, whatever comes after it.
+  EXPECT_EQ(
+      AvailableMemoryFrom(
+          {.mem_available = 8 * kGiB, .rlimit_as = kGiB, .address_space = 2 * kGiB}),
+      0);
   EXPECT_EQ(AvailableMemoryFrom(
-                {.mem_available = 8 * kGiB, .rlimit_as = kGiB, .address_space = 2 * kGiB}),
-            0);
-  EXPECT_EQ(AvailableMemoryFrom({.rlimit_as = kGiB,
-                                 .address_space = 2 * kGiB,
-                                 .cgroup_limit = 4 * kGiB}),
+                {.rlimit_as = kGiB, .address_space = 2 * kGiB, .cgroup_limit = 4 * kGiB}),
             0);
   // This process: some memory.
   EXPECT_GT(ReadMemoryFacts().mem_available, 0);

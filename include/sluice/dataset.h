@@ -396,9 +396,10 @@ class Dataset {
   // One line per rewrite pass the first MakeIterator() ran (or runs now): the pass, its
   // changes and time, or "disabled" (OptimizeReport::Lines).
   Result<std::vector<std::string>> OptimizationReport() const;
-  // An iterator over the graph exactly as built (no static rewrites) with explicit runtime
-  // settings; the dataset's options are ignored, except Options::files when `options.files`
-  // sets nothing (confinement is never dropped). Tests and benchmarks of single ops.
+  // An iterator over the graph exactly as built (no static rewrites) with explicit
+  // runtime settings; the dataset's options are ignored, except Options::files when
+  // `options.files` sets nothing (confinement is never dropped). Tests and benchmarks of
+  // single ops.
   Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
 
  private:

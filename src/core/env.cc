@@ -123,8 +123,7 @@ class PosixEnv : public Env {
 
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
                                                         bool exclusive) override {
-    const int flags =
-        O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
+    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
     int fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) return ErrnoToStatus(errno, "cannot create", path);
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
@@ -154,9 +153,8 @@ class PosixEnv : public Env {
         entry.type = FileType::kDirectory;
       } else if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
         // Follow links; some file systems lack d_type.
-        const std::string full = dir.empty() || dir.back() == '/'
-                                     ? dir + entry.name
-                                     : dir + "/" + entry.name;
+        const std::string full =
+            dir.empty() || dir.back() == '/' ? dir + entry.name : dir + "/" + entry.name;
         struct stat st;
         if (::stat(full.c_str(), &st) == 0) entry.type = ToFileStat(st).type;
       }
@@ -254,8 +252,7 @@ std::string Resolve(const std::string& path) {
 
 bool Under(const std::string& resolved, const std::string& root) {
   if (root == "/") return true;
-  return resolved.size() >= root.size() &&
-         resolved.compare(0, root.size(), root) == 0 &&
+  return resolved.size() >= root.size() && resolved.compare(0, root.size(), root) == 0 &&
          (resolved.size() == root.size() || resolved[root.size()] == '/');
 }
 
@@ -343,10 +340,11 @@ class ConfinedEnv : public EnvWrapper {
         if (Under(resolved, root)) return Status::OK();
       }
     }
-    return Status(
-        StatusCode::kPermissionDenied,
-        "'" + path + "' is outside " + what + " " + roots.described +
-        (resolved.empty() || resolved == path ? "" : " (it resolves to '" + resolved + "')"));
+    return Status(StatusCode::kPermissionDenied,
+                  "'" + path + "' is outside " + what + " " + roots.described +
+                      (resolved.empty() || resolved == path
+                           ? ""
+                           : " (it resolves to '" + resolved + "')"));
   }
 
   Roots read_;

@@ -113,8 +113,8 @@ class Env {
       const std::string& path) = 0;
   // Creates (or truncates) `path` for writing. With `exclusive`, AlreadyExists when it
   // exists (O_EXCL).
-  virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
-                                                                bool exclusive = false) = 0;
+  virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path, bool exclusive = false) = 0;
   // Stats `path`, following symlinks.
   virtual Result<FileStat> Stat(const std::string& path) = 0;
   // The entries of directory `dir` (not "." or ".."), in no particular order.
@@ -156,7 +156,9 @@ class EnvWrapper : public Env {
   Status RenameFile(const std::string& from, const std::string& to) override {
     return target_->RenameFile(from, to);
   }
-  Status DeleteFile(const std::string& path) override { return target_->DeleteFile(path); }
+  Status DeleteFile(const std::string& path) override {
+    return target_->DeleteFile(path);
+  }
   Status CreateDirs(const std::string& dir) override { return target_->CreateDirs(dir); }
   Status CheckRead(const std::string& path) override { return target_->CheckRead(path); }
 

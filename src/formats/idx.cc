@@ -246,7 +246,8 @@ Result<std::unique_ptr<IdxReader>> IdxReader::Open(const std::string& path, Env*
   const int64_t file_bytes = static_cast<int64_t>((*plain)->Size().value_or(0));
   auto magic = (*plain)->Peek(2);
   if (!magic.ok()) return magic.status().WithContext("Idx");
-  const bool gzipped = magic->size() == 2 && static_cast<unsigned char>((*magic)[0]) == 0x1f &&
+  const bool gzipped = magic->size() == 2 &&
+                       static_cast<unsigned char>((*magic)[0]) == 0x1f &&
                        static_cast<unsigned char>((*magic)[1]) == 0x8b;
   std::unique_ptr<InputStream> stream;
   if (gzipped) {
@@ -309,12 +310,13 @@ Result<Tensor> IdxReader::ReadRow(int64_t row) {
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(h.dtype, h.row_shape()));
   auto* dst = t.mutable_data<unsigned char>();
-  auto got = stream_->ReadInto(reinterpret_cast<char*>(dst), static_cast<size_t>(h.row_bytes));
+  auto got =
+      stream_->ReadInto(reinterpret_cast<char*>(dst), static_cast<size_t>(h.row_bytes));
   if (!got.ok()) {
     next_row_ = -1;
-    return Error(StatusCode::kDataLoss, offset,
-                 "corrupt data in row " + std::to_string(row) + ": " +
-                     got.status().message());
+    return Error(
+        StatusCode::kDataLoss, offset,
+        "corrupt data in row " + std::to_string(row) + ": " + got.status().message());
   }
   if (static_cast<int64_t>(*got) < h.row_bytes) {
     next_row_ = -1;

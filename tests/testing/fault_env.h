@@ -84,7 +84,8 @@ class FaultEnv : public EnvWrapper {
         : RandomAccessFile(base->name()), base_(std::move(base)), f_(f), env_(env) {}
     Result<size_t> Read(uint64_t offset, char* dst, size_t n) override {
       env_->faulty_reads_.fetch_add(1);
-      if (f_.delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(f_.delay_us));
+      if (f_.delay_us > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(f_.delay_us));
       if (f_.eio_after >= 0) {
         if (offset >= static_cast<uint64_t>(f_.eio_after)) {
           return ErrnoToStatus(

@@ -155,8 +155,7 @@ void RegisterBasicKernels(Registry* r) {
            }
            const std::string& path = e[comp].scalar<std::string>();
            // Through the pipeline's Env: regular files only, confinement applies.
-           auto bytes =
-               ReadFileToString(ctx.env() ? ctx.env() : Env::Default(), path);
+           auto bytes = ReadFileToString(ctx.env() ? ctx.env() : Env::Default(), path);
            if (!bytes.ok()) return bytes.status().WithContext("read_file");
            e[comp] = Tensor::Scalar(std::move(bytes).value());
            return e;

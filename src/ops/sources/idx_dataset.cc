@@ -77,8 +77,8 @@ class IdxIterator : public IndexedIterator {
   std::unique_ptr<IdxReader> reader_;  // opened on the first read
 };
 
-Result<IteratorPtr> IdxDataset::MakeIteratorInternal(
-    const IteratorContext& ctx, const std::string& prefix) const {
+Result<IteratorPtr> IdxDataset::MakeIteratorInternal(const IteratorContext& ctx,
+                                                     const std::string& prefix) const {
   return IteratorPtr(new IdxIterator(this, prefix, ctx.runtime()->env()));
 }
 
@@ -90,7 +90,8 @@ void RegisterIdxDataset(Registry* r) {
      SLUICE_ASSIGN_OR_RETURN(std::string path,
                              GetAttr<std::string>(args.attrs, "Idx", "path"));
      if (path.empty()) return InvalidArgumentError("Idx: path is empty");
-     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IdxReader> reader, IdxReader::Open(path, BuildEnv()));
+     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IdxReader> reader,
+                             IdxReader::Open(path, BuildEnv()));
      IdxHeader header = reader->header();
      ElementSpec spec{{{header.dtype, PartialShape(header.row_shape())}}};
      return DatasetPtr(std::make_shared<IdxDataset>(std::move(args), std::move(spec),

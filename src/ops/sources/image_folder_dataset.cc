@@ -18,10 +18,10 @@
 #include <set>
 #include <utility>
 
+#include "core/env.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
-#include "core/env.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 
@@ -57,7 +57,8 @@ Result<DirEntries> ListDir(Env* env, const std::string& dir) {
 
 // Appends the matching files under `dir` (recursively) in torchvision's order.
 Status WalkClass(Env* env, const std::string& class_dir,
-                 const std::vector<std::string>& extensions, std::vector<std::string>* out) {
+                 const std::vector<std::string>& extensions,
+                 std::vector<std::string>* out) {
   std::vector<std::pair<std::string, std::vector<std::string>>> walked;  // (dir, files)
   std::set<std::pair<uint64_t, uint64_t>> seen;
   std::vector<std::string> stack = {class_dir};

@@ -18,10 +18,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/env.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
-#include "core/env.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 

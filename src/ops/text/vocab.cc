@@ -76,7 +76,8 @@ Result<std::shared_ptr<const Vocab>> Vocab::FromContents(std::string_view conten
     const int64_t prev = v->Insert(id, Hash(line));
     if (prev >= 0) {
       // The token is not quoted: errors never echo a file's bytes.
-      return InvalidArgumentError(LineRef(source, id) + ": duplicate token (first on line " +
+      return InvalidArgumentError(LineRef(source, id) +
+                                  ": duplicate token (first on line " +
                                   std::to_string(prev + 1) + ")");
     }
     ++id;

@@ -27,12 +27,12 @@
 #include <mutex>
 
 #include "core/coding.h"
-#include "core/env.h"
 #include "core/crc32c.h"
+#include "core/env.h"
+#include "formats/input_stream.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
-#include "formats/input_stream.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 
@@ -56,7 +56,8 @@ class CacheFileReader {
  public:
   // NotFound when `path` does not exist; DataLoss naming the file when it is not a
   // complete, valid cache file.
-  static Result<std::unique_ptr<CacheFileReader>> Open(Env* env, const std::string& path) {
+  static Result<std::unique_ptr<CacheFileReader>> Open(Env* env,
+                                                       const std::string& path) {
     auto stream = InputStream::Open(path, Compression::kNone, kIoBuffer, env);
     if (!stream.ok()) return stream.status().WithContext("open cache file");
     auto r = std::unique_ptr<CacheFileReader>(
@@ -379,8 +380,9 @@ class CacheIterator : public IteratorBase {
       case Mode::kReadFile: {
         if (read_failed_) return std::nullopt;
         auto e = reader_->Next();
-        stats().file_bytes_read.store(static_cast<int64_t>(reader_->bytes_read_from_disk()),
-                                      std::memory_order_relaxed);
+        stats().file_bytes_read.store(
+            static_cast<int64_t>(reader_->bytes_read_from_disk()),
+            std::memory_order_relaxed);
         // The file changed under us; its position is unknown, so the pass ends after the
         // error is reported.
         if (!e.ok()) read_failed_ = true;

@@ -48,7 +48,8 @@ class ParallelMapDataset : public DatasetNode {
     o.deterministic = p_.deterministic;
     return IteratorPtr(new AsyncBufferIterator(
         shared(), prefix,
-        std::make_unique<MapProcessor>(functions()[0], seed_, StaticElementBytes(element_spec()),
+        std::make_unique<MapProcessor>(functions()[0], seed_,
+                                       StaticElementBytes(element_spec()),
                                        ctx.runtime()->env()),
         o));
   }
