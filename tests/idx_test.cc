@@ -209,10 +209,11 @@ TEST(IdxTest, BadHeadersNameFileAndOffset) {
   std::string u32max = Bytes({0xff, 0xff, 0xff, 0xff});
   std::vector<Case> cases = {
       {"magic", Bytes({1, 0, 0x08, 1, 0, 0, 0, 1, 7}), "byte offset 0", "bad magic"},
-      {"type", Bytes({0, 0, 0x07, 1, 0, 0, 0, 1, 7}), "byte offset 2", "type code 0x07"},
-      {"ndims0", Bytes({0, 0, 0x08, 0}), "byte offset 3", "ndims 0"},
+      {"type", Bytes({0, 0, 0x07, 1, 0, 0, 0, 1, 7}), "byte offset 2",
+       "unknown IDX type code"},
+      {"ndims0", Bytes({0, 0, 0x08, 0}), "byte offset 3", "ndims out of range"},
       {"ndims17", Bytes({0, 0, 0x08, 17}) + std::string(68, '\1'), "byte offset 3",
-       "ndims 17"},
+       "ndims out of range"},
       {"short", Bytes({0, 0, 0x08}), "byte offset 3", "truncated header"},
       {"short_dims", Bytes({0, 0, 0x08, 3, 0, 0, 0, 1, 0, 0}), "byte offset 10",
        "truncated header"},
@@ -220,8 +221,8 @@ TEST(IdxTest, BadHeadersNameFileAndOffset) {
        "overflow"},
       // Empty (a zero dimension), but the other dimensions multiply past 2^62: found by
       // idx_fuzzer, whose checkpoint of such rows could not be restored.
-      {"empty_overflow",
-       Bytes({0, 0, 0x0C, 5, 0, 0, 0, 2, 7, 0x3a, 0, 8, 0, 0, 0, 0, 1, 0, 0, 0, 0, 7, 2, 1}),
+      {"empty_overflow", Bytes({0, 0, 0x0C, 5, 0, 0, 0, 2, 7, 0x3a, 0, 8,
+                                0, 0, 0,    0, 1, 0, 0, 0, 0, 7,    2, 1}),
        "byte offset 20", "overflow"},
       // No rows, and rows of 1900671690 x 2147484416 float32: 2^63.8 bytes each.
       {"empty_row_overflow",

@@ -84,7 +84,7 @@ namespace {
 // A JSON pipeline spec (docs/spec.md) timed like a suite: items are the rows of each
 // element's first component (its dim 0; 1 for a scalar). The spec must repeat.
 Result<BenchResult> BenchSpec(const std::string& path, const BenchArgs& args) {
-  SLUICE_ASSIGN_OR_RETURN(Dataset ds, LoadPipelineSpec(path));
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds, LoadSpecConfined(path, args.roots));
   std::string stem = path.substr(path.find_last_of('/') + 1);
   stem = stem.substr(0, stem.size() - 5);  // ".json"
   SLUICE_ASSIGN_OR_RETURN(
@@ -149,6 +149,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--batch-size", args->batch_size, "Batch size (0: the suite's)");
   cmd->add_flag("--sequential", args->sequential, "No parallel ops or prefetch (the naive baseline)");
   cmd->add_flag("--json", *json, "Print one JSON object");
+  AddDataRootFlags(cmd, &args->roots);
   cmd->add_flag("!--no-optimize", args->optimize,
                 "Run the graph as built, without the static rewrites (docs/optimizer.md)");
   cmd->add_flag("!--no-autotune", args->autotune,

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "data_roots.h"
 #include "sluice/dataset.h"
 #include "sluice/status.h"
 
@@ -34,6 +35,7 @@ struct BenchArgs {
   // Record items delivered every timeline_step seconds from the iterator's creation (the
   // warm-up included) in extra["timeline"] as [seconds, items] pairs; 0: none.
   double timeline_step = 0;
+  DataRoots roots;  // --data-root / --write-root (spec pipelines)
 };
 
 struct BenchResult {

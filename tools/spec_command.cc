@@ -12,6 +12,7 @@
 #include <string>
 
 #include "commands.h"
+#include "data_roots.h"
 #include "sluice/serialize.h"
 
 namespace sluice {
@@ -22,8 +23,8 @@ int Fail(const std::string& what, const Status& s) {
   return 1;
 }
 
-int Show(const std::string& path, bool json) {
-  Result<Dataset> ds = LoadPipelineSpec(path);
+int Show(const std::string& path, bool json, const DataRoots& roots) {
+  Result<Dataset> ds = LoadSpecConfined(path, roots);
   if (!ds.ok()) return Fail("show", ds.status());
   Result<std::string> fp = DatasetFingerprint(*ds);
   if (!fp.ok()) return Fail("show", fp.status());
@@ -91,11 +92,13 @@ void AddSpecCommand(CLI::App& app, int* exit_code) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto out = std::make_shared<std::string>();
+  auto roots = std::make_shared<DataRoots>();
 
   auto* show = cmd->add_subcommand("show", "Print the graph, element spec and fingerprint");
   show->add_option("file", *path, "The spec (.json)")->required();
   show->add_flag("--json", *json, "Print one JSON object");
-  show->callback([=] { *exit_code = Show(*path, *json); });
+  AddDataRootFlags(show, roots.get());
+  show->callback([=] { *exit_code = Show(*path, *json, *roots); });
 
   auto* fp = cmd->add_subcommand("fingerprint", "Print the pipeline's fingerprint");
   fp->add_option("file", *path, "The spec (.json)")->required();

@@ -52,6 +52,7 @@ namespace sluice {
 class DatasetNode;
 class IteratorBase;
 class Dataset;
+class Env;
 
 // Owns an internal iterator. Deleting one first unlinks it from its parent in the iterator
 // tree, so a concurrent Cancel or stats snapshot never reaches a half-destroyed iterator.
@@ -93,6 +94,10 @@ class FunctionContext {
   // Null elsewhere.
   const Dataset* window() const { return window_; }
   void set_window(const Dataset* w) { window_ = w; }
+  // The pipeline's file system (src/core/env.h) for kernels that read files (read_file);
+  // null means the default. Set by the ops that apply map functions.
+  Env* env() const { return env_; }
+  void set_env(Env* env) { env_ = env; }
 
   // Output slots: where the caller stores each output component anyway (MapAndBatch offers
   // the element's rows of the batch it assembles). A kernel that creates output component
@@ -114,6 +119,7 @@ class FunctionContext {
   Rng rng_;
   int64_t position_;
   const Dataset* window_ = nullptr;
+  Env* env_ = nullptr;
   std::span<const Tensor> slots_;
   uint64_t taken_ = 0;  // bit i: slot i handed out (slots past 64 are never offered)
 };
@@ -238,6 +244,11 @@ struct RuntimeOptions {
   // hook, src/runtime/span.h); not owned, must outlive the iterator. Null: nothing is
   // recorded and the hook costs one branch per call.
   SpanRecorder* span_recorder = nullptr;
+  // The file system the pipeline reads and writes through (src/core/env.h; tests inject
+  // faults with it); not owned, must outlive the iterator. Null: the POSIX default.
+  Env* env = nullptr;
+  // Options::files: when set, `env` is wrapped in a confined Env.
+  FileOptions files;
   // The runtime view of user-facing Options (defaults resolved later by the Runtime).
   static RuntimeOptions FromOptions(const Options& options);
 };
@@ -381,8 +392,10 @@ class Dataset {
   // One line per rewrite pass the first MakeIterator() ran (or runs now): the pass, its
   // changes and time, or "disabled" (OptimizeReport::Lines).
   Result<std::vector<std::string>> OptimizationReport() const;
-  // An iterator over the graph exactly as built (no static rewrites) with explicit runtime
-  // settings; the dataset's options are ignored. Tests and benchmarks of single ops.
+  // An iterator over the graph exactly as built (no static rewrites) with explicit
+  // runtime settings; the dataset's options are ignored, except Options::files when
+  // `options.files` sets nothing (confinement is never dropped). Tests and benchmarks of
+  // single ops.
   Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
 
  private:

@@ -66,6 +66,22 @@ struct ThreadingOptions {
   std::optional<int64_t> private_threadpool_size;
 };
 
+// Which files a pipeline may touch (docs/files.md). Unset: no confinement. When either
+// list is set, every file the pipeline opens, stats, lists or globs must resolve
+// (realpath: no escape through ".." or symlinks) under one of allowed_roots or
+// allowed_write_roots, and every file it creates, renames or deletes (the Cache op's
+// files) under one of allowed_write_roots; anything else is PermissionDenied naming the
+// path and the roots. Reading non-regular files (devices, FIFOs, sockets) is refused
+// whether confined or not.
+struct FileOptions {
+  std::optional<std::vector<std::string>> allowed_roots;
+  std::optional<std::vector<std::string>> allowed_write_roots;
+
+  bool confined() const {
+    return allowed_roots.has_value() || allowed_write_roots.has_value();
+  }
+};
+
 struct Options {
   // Order guarantee of parallel operators whose `deterministic` argument is unset (default
   // true).
@@ -73,6 +89,7 @@ struct Options {
   AutotuneOptions autotune;
   OptimizationOptions optimization;
   ThreadingOptions threading;
+  FileOptions files;
   // Run function calls on the operators' own threads instead of a pool (tests, debugging).
   std::optional<bool> inline_execution;
 

@@ -116,6 +116,20 @@ class ThreadingOptions(_OptionGroup):
     _fields = ("private_threadpool_size",)
 
 
+class FileOptions(_OptionGroup):
+    """Confines the files a pipeline touches (docs/files.md): allowed_roots (lists of
+    directories the pipeline may read under) and allowed_write_roots (where it may also
+    write, e.g. Cache files). None: not confined."""
+    _fields = ("allowed_roots", "allowed_write_roots")
+
+    def __setattr__(self, k, v):
+        if k in self._fields and v is not None:
+            if isinstance(v, (str, bytes)):
+                raise TypeError("%s must be a list of directories, not a string" % k)
+            v = [str(p) for p in v]
+        super().__setattr__(k, v)
+
+
 class OptimizationOptions:
     """apply_default_optimizations, plus one boolean per optimizer pass by name
     (``options.optimization.map_fusion = True``), as in tf.data."""
@@ -160,11 +174,12 @@ class Options:
         self.autotune = AutotuneOptions()
         self.optimization = OptimizationOptions()
         self.threading = ThreadingOptions()
+        self.files = FileOptions()
 
     def _to_dict(self):
         return {"deterministic": self.deterministic, "inline_execution": self.inline_execution,
                 "autotune": self.autotune._to_dict(), "optimization": self.optimization._to_dict(),
-                "threading": self.threading._to_dict()}
+                "threading": self.threading._to_dict(), "files": self.files._to_dict()}
 
     @classmethod
     def _from_dict(cls, d):
@@ -174,6 +189,7 @@ class Options:
         o.autotune._load(d.get("autotune", {}))
         o.optimization._load(d.get("optimization", {}))
         o.threading._load(d.get("threading", {}))
+        o.files._load(d.get("files", {}))
         return o
 
     def __eq__(self, o):
@@ -415,5 +431,6 @@ def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_
 
 
 __all__ = ["Dataset", "Options", "AutotuneOptions", "OptimizationOptions", "ThreadingOptions",
+           "FileOptions",
            "TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset", "Iterator",
            "TensorSpec", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]

@@ -647,6 +647,11 @@ Options OptionsFromDict(const py::dict& d) {
     py::dict a = d["threading"];
     SetOpt(&o.threading.private_threadpool_size, a, "private_threadpool_size");
   }
+  if (d.contains("files")) {
+    py::dict a = d["files"];
+    SetOpt(&o.files.allowed_roots, a, "allowed_roots");
+    SetOpt(&o.files.allowed_write_roots, a, "allowed_write_roots");
+  }
   return o;
 }
 
@@ -656,7 +661,7 @@ py::object OptToPy(const std::optional<T>& v) {
 }
 
 py::dict OptionsToDict(const Options& o) {
-  py::dict d, a, opt, th, passes;
+  py::dict d, a, opt, th, passes, files;
   d["deterministic"] = OptToPy(o.deterministic);
   d["inline_execution"] = OptToPy(o.inline_execution);
   a["enabled"] = OptToPy(o.autotune.enabled);
@@ -670,6 +675,9 @@ py::dict OptionsToDict(const Options& o) {
   d["autotune"] = a;
   d["optimization"] = opt;
   d["threading"] = th;
+  files["allowed_roots"] = OptToPy(o.files.allowed_roots);
+  files["allowed_write_roots"] = OptToPy(o.files.allowed_write_roots);
+  d["files"] = files;
   return d;
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/env.h"
 #include "formats/image_codec.h"
 #include "formats/proto/example.pb.h"
 #include "formats/tfrecord.h"
@@ -551,26 +552,11 @@ std::string RelativePath(int64_t label, int64_t index) {
 }
 
 Status WriteWholeFile(const std::string& path, std::string_view data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return UnavailableError("datagen: cannot create " + path + ": " +
-                            std::strerror(errno));
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return UnavailableError("datagen: cannot write " + path + ": " +
-                              std::strerror(err));
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    return UnavailableError("datagen: cannot close " + path + ": " +
-                            std::strerror(errno));
-  }
+  // Through the file-system seam (src/core/env.h).
+  auto f = Env::Default()->NewWritableFile(path);
+  Status s = f.ok() ? (*f)->Append(data) : f.status();
+  if (s.ok()) s = (*f)->Close();
+  if (!s.ok()) return UnavailableError("datagen: " + s.message());
   return Status::OK();
 }
 

@@ -1,13 +1,12 @@
 #include "formats/idx.h"
 
-#include <sys/stat.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+
+#include "formats/input_stream.h"
 
 namespace sluice {
 namespace {
@@ -121,21 +120,23 @@ Result<IdxHeader> ParseIdxHeader(std::string_view bytes, std::string_view path,
   }
   if (p[0] != 0 || p[1] != 0) {
     return HeaderError(StatusCode::kInvalidArgument, path, 0,
-                       "bad magic " + Hex(p[0]) + " " + Hex(p[1]) +
-                           " (an IDX file starts with 0x00 0x00)");
+                       "bad magic number: not an IDX file (an IDX file starts with "
+                       "0x00 0x00)");
   }
   IdxHeader h;
   h.type_code = p[2];
   auto dtype = IdxTypeToDType(h.type_code);
   if (!dtype.ok()) {
-    return HeaderError(StatusCode::kInvalidArgument, path, 2, dtype.status().message());
+    // The code itself is not quoted: errors never echo a file's bytes.
+    return HeaderError(StatusCode::kInvalidArgument, path, 2,
+                       "unknown IDX type code (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or "
+                       "0x0e)");
   }
   h.dtype = *dtype;
   const int ndims = p[3];
   if (ndims == 0 || ndims > kIdxMaxDims) {
     return HeaderError(StatusCode::kInvalidArgument, path, 3,
-                       "ndims " + std::to_string(ndims) + " out of range [1, " +
-                           std::to_string(kIdxMaxDims) + "]");
+                       "ndims out of range [1, " + std::to_string(kIdxMaxDims) + "]");
   }
   h.header_bytes = 4 + 4 * int64_t{ndims};
   if (static_cast<int64_t>(bytes.size()) < h.header_bytes) {
@@ -225,11 +226,13 @@ Result<std::string> EncodeIdx(const Tensor& t) {
 
 // ---- IdxReader ----
 
-IdxReader::IdxReader(std::string path, void* gz, bool gzipped, IdxHeader header)
-    : path_(std::move(path)), gz_(gz), gzipped_(gzipped), header_(std::move(header)) {}
+IdxReader::IdxReader(std::string path, std::unique_ptr<InputStream> stream, bool gzipped)
+    : path_(std::move(path)), stream_(std::move(stream)), gzipped_(gzipped) {}
 
-IdxReader::~IdxReader() {
-  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+IdxReader::~IdxReader() = default;
+
+uint64_t IdxReader::bytes_read_from_disk() const {
+  return stream_->bytes_read_from_disk();
 }
 
 Status IdxReader::Error(StatusCode code, int64_t offset, const std::string& msg) const {
@@ -237,44 +240,47 @@ Status IdxReader::Error(StatusCode code, int64_t offset, const std::string& msg)
                           "byte offset " + std::to_string(offset) + ": " + msg);
 }
 
-Result<std::unique_ptr<IdxReader>> IdxReader::Open(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, "Idx: cannot open", path);
-  if (!S_ISREG(st.st_mode)) {
-    return InvalidArgumentError("Idx: '" + path + "' is not a regular file");
+Result<std::unique_ptr<IdxReader>> IdxReader::Open(const std::string& path, Env* env) {
+  auto plain = InputStream::Open(path, Compression::kNone, 64 * 1024, env);
+  if (!plain.ok()) return plain.status().WithContext("Idx");
+  const int64_t file_bytes = static_cast<int64_t>((*plain)->Size().value_or(0));
+  auto magic = (*plain)->Peek(2);
+  if (!magic.ok()) return magic.status().WithContext("Idx");
+  const bool gzipped = magic->size() == 2 &&
+                       static_cast<unsigned char>((*magic)[0]) == 0x1f &&
+                       static_cast<unsigned char>((*magic)[1]) == 0x8b;
+  std::unique_ptr<InputStream> stream;
+  if (gzipped) {
+    auto gz = InputStream::Open(path, Compression::kGzip, 128 * 1024, env);
+    if (!gz.ok()) return gz.status().WithContext("Idx");
+    stream = std::move(gz).value();
+  } else {
+    stream = std::move(plain).value();
   }
-  gzFile gz = gzopen(path.c_str(), "rb");
-  if (gz == nullptr) return ErrnoToStatus(errno, "Idx: cannot open", path);
-  std::unique_ptr<IdxReader> reader(new IdxReader(path, gz, false, IdxHeader{}));
-  if (st.st_size > (1 << 20)) gzbuffer(gz, 128 * 1024);  // fewer reads for big files
-  reader->gzipped_ = gzdirect(gz) == 0;
+  std::unique_ptr<IdxReader> reader(new IdxReader(path, std::move(stream), gzipped));
 
   // Read the fixed part, then the dims it announces.
-  std::string head(4 + 4 * kIdxMaxDims, '\0');
-  auto read_error = [&](int64_t offset) {
-    int errnum = 0;
-    const char* msg = gzerror(gz, &errnum);
-    return reader->Error(
-        StatusCode::kDataLoss, offset,
-        std::string("cannot read header: ") + (msg ? msg : "read error"));
+  auto read_error = [&](const Status& s, int64_t offset) {
+    return reader->Error(StatusCode::kDataLoss, offset,
+                         "cannot read header: " + s.message());
   };
-  int got = gzread(gz, head.data(), 4);
-  if (got < 0) return read_error(0);
-  int64_t have = got;
-  if (have == 4 && head[3] != 0 && static_cast<unsigned char>(head[3]) <= kIdxMaxDims) {
-    int more = gzread(gz, head.data() + 4, 4 * static_cast<unsigned char>(head[3]));
-    if (more < 0) return read_error(4);
-    have += more;
+  std::string head;
+  auto fixed = reader->stream_->Read(4);
+  if (!fixed.ok()) return read_error(fixed.status(), 0);
+  head.assign(fixed->data(), fixed->size());
+  if (head.size() == 4 && head[3] != 0 &&
+      static_cast<unsigned char>(head[3]) <= kIdxMaxDims) {
+    auto dims = reader->stream_->Read(4 * static_cast<unsigned char>(head[3]));
+    if (!dims.ok()) return read_error(dims.status(), 4);
+    head.append(dims->data(), dims->size());
   }
-  head.resize(static_cast<size_t>(have));
-  const int64_t file_bytes = static_cast<int64_t>(st.st_size);
   // A gzipped file's data is bounded by deflate's expansion ratio; a plain file's must
   // fit exactly after the header.
-  const int64_t max_data = reader->gzipped_ ? file_bytes * kIdxMaxGzipRatio : -1;
+  const int64_t max_data = gzipped ? file_bytes * kIdxMaxGzipRatio : -1;
   SLUICE_ASSIGN_OR_RETURN(reader->header_, ParseIdxHeader(head, path, max_data));
   const IdxHeader& h = reader->header_;
   const int64_t want = h.header_bytes + h.data_bytes;
-  if (!reader->gzipped_ && want != file_bytes) {
+  if (!gzipped && want != file_bytes) {
     return reader->Error(
         StatusCode::kDataLoss, std::min(want, file_bytes),
         "file has " + std::to_string(file_bytes) + " bytes but dimensions " +
@@ -290,12 +296,12 @@ Result<Tensor> IdxReader::ReadRow(int64_t row) {
     return OutOfRangeError("Idx: '" + path_ + "': row " + std::to_string(row) +
                            " out of range [0, " + std::to_string(h.num_rows()) + ")");
   }
-  auto* gz = static_cast<gzFile>(gz_);
   const int64_t offset = h.header_bytes + row * h.row_bytes;
   if (row != next_row_) {
-    // Restart after an error or seek; gzseek decompresses forward (rewinding if needed).
-    gzclearerr(gz);
-    if (gzseek(gz, static_cast<z_off_t>(offset), SEEK_SET) != offset) {
+    // Restart after an error or seek; a gzipped stream decompresses forward (rewinding
+    // when going back).
+    Status s = stream_->SeekTo(static_cast<uint64_t>(offset));
+    if (!s.ok()) {
       next_row_ = -1;
       return Error(StatusCode::kDataLoss, offset,
                    "cannot seek to row " + std::to_string(row) + " (data truncated?)");
@@ -304,26 +310,20 @@ Result<Tensor> IdxReader::ReadRow(int64_t row) {
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(h.dtype, h.row_shape()));
   auto* dst = t.mutable_data<unsigned char>();
-  int64_t done = 0;
-  while (done < h.row_bytes) {
-    unsigned chunk =
-        static_cast<unsigned>(std::min<int64_t>(h.row_bytes - done, 1 << 30));
-    int got = gzread(gz, dst + done, chunk);
-    if (got <= 0) {
-      next_row_ = -1;
-      int errnum = 0;
-      const char* msg = gzerror(gz, &errnum);
-      if (got < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
-        return Error(StatusCode::kDataLoss, offset + done,
-                     "corrupt data in row " + std::to_string(row) + ": " +
-                         (msg ? msg : "read error"));
-      }
-      return Error(StatusCode::kDataLoss, offset + done,
-                   "data truncated in row " + std::to_string(row) + " of " +
-                       std::to_string(h.num_rows()) + " (expected " +
-                       std::to_string(h.row_bytes) + " bytes per row)");
-    }
-    done += got;
+  auto got =
+      stream_->ReadInto(reinterpret_cast<char*>(dst), static_cast<size_t>(h.row_bytes));
+  if (!got.ok()) {
+    next_row_ = -1;
+    return Error(
+        StatusCode::kDataLoss, offset,
+        "corrupt data in row " + std::to_string(row) + ": " + got.status().message());
+  }
+  if (static_cast<int64_t>(*got) < h.row_bytes) {
+    next_row_ = -1;
+    return Error(StatusCode::kDataLoss, offset + static_cast<int64_t>(*got),
+                 "data truncated in row " + std::to_string(row) + " of " +
+                     std::to_string(h.num_rows()) + " (expected " +
+                     std::to_string(h.row_bytes) + " bytes per row)");
   }
   BigEndianToHost(dst, h.row_elements, DTypeSize(h.dtype));
   ++next_row_;

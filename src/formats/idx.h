@@ -7,14 +7,15 @@
 //   byte 3      ndims (1..16 accepted here)
 //   byte 4..    ndims uint32 dimension sizes
 //   then        prod(dims) values of the type, big-endian, row-major
-// A file may be gzipped (detected by the gzip magic; zlib's gz* API reads both).
+// A file may be gzipped (detected by the gzip magic 0x1f 0x8b). Files are read through an
+// Env (src/core/env.h) with InputStream.
 //
 // IdxReader reads rows along dimension 0. Every size taken from the file is checked
 // before anything is allocated: the product of the dimensions must not overflow and must
 // fit in the file (exactly, for an uncompressed file; within deflate's maximum expansion
 // ratio, for a gzipped one, whose uncompressed size is only known by decompressing it).
 // Errors name the file and the byte offset (in the uncompressed stream for gzipped
-// files).
+// files); they never quote the file's bytes (a non-IDX file's contents stay private).
 //
 // Thread-safety: IdxReader is not synchronized; use one per thread. The free functions
 // are thread-safe.
@@ -31,6 +32,9 @@
 #include "sluice/tensor.h"
 
 namespace sluice {
+
+class Env;
+class InputStream;
 
 // Largest ndims accepted.
 inline constexpr int kIdxMaxDims = 16;
@@ -71,9 +75,11 @@ Result<std::string> EncodeIdx(const Tensor& t);
 
 class IdxReader {
  public:
-  // Opens `path`, reads and validates its header. NotFound / PermissionDenied when the
-  // file cannot be opened; InvalidArgument / DataLoss naming the offset for a bad header.
-  static Result<std::unique_ptr<IdxReader>> Open(const std::string& path);
+  // Opens `path` through `env` (null: Env::Default()), reads and validates its header.
+  // NotFound / PermissionDenied when the file cannot be opened; InvalidArgument /
+  // DataLoss naming the offset for a bad header.
+  static Result<std::unique_ptr<IdxReader>> Open(const std::string& path,
+                                                 Env* env = nullptr);
   ~IdxReader();
   IdxReader(const IdxReader&) = delete;
   IdxReader& operator=(const IdxReader&) = delete;
@@ -81,6 +87,8 @@ class IdxReader {
   const IdxHeader& header() const { return header_; }
   const std::string& path() const { return path_; }
   bool gzipped() const { return gzipped_; }
+  // Bytes fetched from the file so far (compressed bytes when gzipped).
+  uint64_t bytes_read_from_disk() const;
 
   // Row `row` (0 <= row < num_rows) as a tensor of the file's dtype and row_shape(),
   // converted to host byte order. Consecutive rows stream; any other row seeks (for a
@@ -89,11 +97,11 @@ class IdxReader {
   Result<Tensor> ReadRow(int64_t row);
 
  private:
-  IdxReader(std::string path, void* gz, bool gzipped, IdxHeader header);
+  IdxReader(std::string path, std::unique_ptr<InputStream> stream, bool gzipped);
   Status Error(StatusCode code, int64_t offset, const std::string& msg) const;
 
   std::string path_;
-  void* gz_;  // gzFile; void* keeps zlib.h out of this header
+  std::unique_ptr<InputStream> stream_;
   bool gzipped_;
   IdxHeader header_;
   int64_t next_row_ = 0;  // the row the stream is positioned at

@@ -1,13 +1,11 @@
 #include "formats/input_stream.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "core/env.h"
 
 namespace sluice {
 namespace {
@@ -45,29 +43,29 @@ class InputStream::Source {
 
 class InputStream::FileSource : public InputStream::Source {
  public:
-  FileSource(std::string name, int fd, uint64_t size)
-      : Source(std::move(name)), fd_(fd), size_(size) {}
-  ~FileSource() override { ::close(fd_); }
+  explicit FileSource(std::unique_ptr<RandomAccessFile> file)
+      : Source(file->name()), file_(std::move(file)), size_(file_->Size()) {}
 
+  // Short reads from the Env are retried; 0 is the end of the file. An error after some
+  // bytes returns those bytes first (the next read meets the error again), so records
+  // before damage are not lost.
   Result<size_t> PRead(uint64_t offset, char* dst, size_t n) override {
     size_t done = 0;
     while (done < n) {
-      ssize_t r = ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoToStatus(
-            errno, "cannot read at offset " + std::to_string(offset + done) + " of file",
-            name());
+      auto r = file_->Read(offset + done, dst + done, n - done);
+      if (!r.ok()) {
+        if (done > 0) break;
+        return r.status();
       }
-      if (r == 0) break;
-      done += static_cast<size_t>(r);
+      if (*r == 0) break;
+      done += *r;
     }
     return done;
   }
   uint64_t size() const override { return size_; }
 
  private:
-  int fd_;
+  std::unique_ptr<RandomAccessFile> file_;
   uint64_t size_;
 };
 
@@ -115,20 +113,11 @@ InputStream::~InputStream() = default;
 
 Result<std::unique_ptr<InputStream>> InputStream::Open(const std::string& path,
                                                        Compression compression,
-                                                       size_t buffer_size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, "cannot open", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return ErrnoToStatus(e, "cannot stat", path);
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return ErrnoToStatus(EISDIR, "cannot read", path);
-  }
-  auto source = std::make_unique<FileSource>(path, fd, static_cast<uint64_t>(st.st_size));
+                                                       size_t buffer_size, Env* env) {
+  if (env == nullptr) env = Env::Default();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                          env->NewRandomAccessFile(path));
+  auto source = std::make_unique<FileSource>(std::move(file));
   std::unique_ptr<InputStream> s(
       new InputStream(std::move(source), compression, buffer_size));
   SLUICE_RETURN_IF_ERROR(s->InitInflater());
@@ -483,9 +472,9 @@ struct OutputStream::Deflater {
   }
 };
 
-OutputStream::OutputStream(std::string name, int fd, size_t buffer_size)
-    : name_(std::move(name)),
-      fd_(fd),
+OutputStream::OutputStream(std::unique_ptr<WritableFile> file, size_t buffer_size)
+    : name_(file->name()),
+      file_(std::move(file)),
       buf_(new char[std::max<size_t>(buffer_size, 64)]),
       cap_(std::max<size_t>(buffer_size, 64)) {}
 
@@ -493,10 +482,10 @@ OutputStream::~OutputStream() { Close().IgnoreError(); }
 
 Result<std::unique_ptr<OutputStream>> OutputStream::Open(const std::string& path,
                                                          Compression compression,
-                                                         size_t buffer_size) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoToStatus(errno, "cannot create", path);
-  std::unique_ptr<OutputStream> s(new OutputStream(path, fd, buffer_size));
+                                                         size_t buffer_size, Env* env) {
+  if (env == nullptr) env = Env::Default();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env->NewWritableFile(path));
+  std::unique_ptr<OutputStream> s(new OutputStream(std::move(file), buffer_size));
   if (compression != Compression::kNone) {
     s->deflater_ = std::make_unique<Deflater>();
     if (deflateInit2(&s->deflater_->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
@@ -509,16 +498,9 @@ Result<std::unique_ptr<OutputStream>> OutputStream::Open(const std::string& path
 }
 
 Status OutputStream::WriteRaw(const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t r = ::write(fd_, data, n);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return error_ = ErrnoToStatus(errno, "cannot write", name_);
-    }
-    bytes_written_.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
-    data += r;
-    n -= static_cast<size_t>(r);
-  }
+  Status s = file_->Append(std::string_view(data, n));
+  if (!s.ok()) return error_ = s;
+  bytes_written_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -594,9 +576,8 @@ Status OutputStream::Close() {
   if (error_.ok() && deflater_) Deflate(nullptr, 0, Z_FINISH).IgnoreError();
   if (error_.ok()) FlushBuffer().IgnoreError();
   deflater_.reset();
-  if (::close(fd_) != 0 && error_.ok())
-    error_ = ErrnoToStatus(errno, "cannot close", name_);
-  fd_ = -1;
+  Status closed = file_->Close();
+  if (error_.ok()) error_ = closed;
   return error_;
 }
 

@@ -24,6 +24,10 @@
 // (compressed bytes for compressed input). It is an atomic counter so the stats plane may
 // read it from another thread.
 //
+// Files are opened through an Env (src/core/env.h; null: Env::Default()), so only regular
+// files are read, a confined Env's roots apply, and tests can inject faults. A short read
+// from the Env is retried; each buffer refill is one virtual call, never one per byte.
+//
 // Thread-safety: an InputStream/OutputStream is used by one thread at a time, except
 // bytes_read_from_disk()/bytes_written_to_disk(), which may be read concurrently.
 #ifndef SLUICE_FORMATS_INPUT_STREAM_H_
@@ -42,16 +46,20 @@
 
 namespace sluice {
 
+class Env;
+class WritableFile;
+
 class InputStream {
  public:
   static constexpr size_t kDefaultBufferSize = 256 * 1024;
 
-  // Opens `path` for reading. NotFound / PermissionDenied / InvalidArgument (a directory)
-  // name the file. `buffer_size` (> 0) is the read buffer (and, when compressed, also the
+  // Opens `path` for reading through `env` (null: Env::Default()). NotFound /
+  // PermissionDenied / InvalidArgument (a directory, a device, a FIFO) name the file.
+  // `buffer_size` (> 0) is the read buffer (and, when compressed, also the
   // compressed-input buffer).
   static Result<std::unique_ptr<InputStream>> Open(
       const std::string& path, Compression compression = Compression::kNone,
-      size_t buffer_size = kDefaultBufferSize);
+      size_t buffer_size = kDefaultBufferSize, Env* env = nullptr);
   // Reads from memory (fuzzers, tests). `data` must outlive the stream; `name` stands for
   // the file name in error messages.
   static std::unique_ptr<InputStream> FromMemory(
@@ -150,9 +158,10 @@ class InputStream {
 // Thread-safety: one thread at a time.
 class OutputStream {
  public:
+  // Creates (truncates) `path` through `env` (null: Env::Default()).
   static Result<std::unique_ptr<OutputStream>> Open(
       const std::string& path, Compression compression = Compression::kNone,
-      size_t buffer_size = InputStream::kDefaultBufferSize);
+      size_t buffer_size = InputStream::kDefaultBufferSize, Env* env = nullptr);
   ~OutputStream();
   OutputStream(const OutputStream&) = delete;
   OutputStream& operator=(const OutputStream&) = delete;
@@ -172,13 +181,13 @@ class OutputStream {
 
  private:
   struct Deflater;
-  OutputStream(std::string name, int fd, size_t buffer_size);
+  OutputStream(std::unique_ptr<WritableFile> file, size_t buffer_size);
   Status WriteRaw(const char* data, size_t n);
   Status FlushBuffer();
   Status Deflate(const char* data, size_t n, int flush);
 
   const std::string name_;
-  int fd_;
+  std::unique_ptr<WritableFile> file_;
   std::unique_ptr<char[]> buf_;
   size_t cap_;
   size_t len_ = 0;

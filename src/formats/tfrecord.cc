@@ -55,7 +55,7 @@ Result<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string& 
                                                              const Options& options) {
   SLUICE_ASSIGN_OR_RETURN(
       std::unique_ptr<InputStream> s,
-      InputStream::Open(path, options.compression, options.buffer_size));
+      InputStream::Open(path, options.compression, options.buffer_size, options.env));
   return std::make_unique<TFRecordReader>(std::move(s), options);
 }
 
@@ -235,9 +235,11 @@ Result<std::optional<std::string>> TFRecordReader::ReadRecord() {
 // ---- TFRecordWriter ----
 
 Result<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(const std::string& path,
-                                                             Compression compression) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<OutputStream> out,
-                          OutputStream::Open(path, compression));
+                                                             Compression compression,
+                                                             Env* env) {
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<OutputStream> out,
+      OutputStream::Open(path, compression, InputStream::kDefaultBufferSize, env));
   return std::unique_ptr<TFRecordWriter>(new TFRecordWriter(std::move(out)));
 }
 

@@ -67,6 +67,8 @@ class TFRecordReader {
     // files produce many) consume this budget of bytes. When it is spent the reader stops
     // resynchronizing and ends the file instead, which bounds the work on hostile input.
     uint64_t resync_probe_budget = uint64_t{256} << 20;
+    // The file system to open through (src/core/env.h); null: Env::Default().
+    Env* env = nullptr;
   };
 
   static Result<std::unique_ptr<TFRecordReader>> Open(const std::string& path,
@@ -123,7 +125,8 @@ class TFRecordReader {
 class TFRecordWriter {
  public:
   static Result<std::unique_ptr<TFRecordWriter>> Open(
-      const std::string& path, Compression compression = Compression::kNone);
+      const std::string& path, Compression compression = Compression::kNone,
+      Env* env = nullptr);
   ~TFRecordWriter();  // closes, ignoring errors
 
   Status Write(std::string_view record);

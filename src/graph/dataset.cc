@@ -155,6 +155,8 @@ Options Options::Merge(const Options& o) const {
              o.optimization.apply_default_optimizations);
   for (const auto& [name, on] : o.optimization.passes) m.optimization.passes[name] = on;
   MergeField(&m.threading.private_threadpool_size, o.threading.private_threadpool_size);
+  MergeField(&m.files.allowed_roots, o.files.allowed_roots);
+  MergeField(&m.files.allowed_write_roots, o.files.allowed_write_roots);
   MergeField(&m.inline_execution, o.inline_execution);
   return m;
 }
@@ -181,6 +183,14 @@ std::vector<std::string> Options::DebugLines() const {
   }
   add("threading.private_threadpool_size", threading.private_threadpool_size);
   add("inline_execution", inline_execution);
+  auto add_list = [&out](const char* key, const auto& v) {
+    if (!v.has_value()) return;
+    std::string line = std::string(key) + "=";
+    for (size_t i = 0; i < v->size(); ++i) line += (i ? "," : "") + (*v)[i];
+    out.push_back(std::move(line));
+  };
+  add_list("files.allowed_roots", files.allowed_roots);
+  add_list("files.allowed_write_roots", files.allowed_write_roots);
   return out;
 }
 
@@ -198,6 +208,7 @@ RuntimeOptions RuntimeOptions::FromOptions(const Options& o) {
   r.inline_execution = o.inline_execution.value_or(false);
   r.autotune = o.autotune.enabled.value_or(true);
   r.initial_parallelism = o.autotune.initial_parallelism.value_or(0);
+  r.files = o.files;
   return r;
 }
 
@@ -529,7 +540,12 @@ Result<std::vector<std::string>> Dataset::OptimizationReport() const {
 
 Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const RuntimeOptions& options) const {
   if (!node_) return *error_;
-  return MakeIteratorOver(node_, node_->NextInstance(), options);
+  if (options.files.confined() || !this->options().files.confined()) {
+    return MakeIteratorOver(node_, node_->NextInstance(), options);
+  }
+  RuntimeOptions o = options;  // file confinement is never dropped silently
+  o.files = this->options().files;
+  return MakeIteratorOver(node_, node_->NextInstance(), o);
 }
 
 Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<Runtime> runtime,

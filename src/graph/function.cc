@@ -108,8 +108,10 @@ Function Function::Compose(const Function& first, uint64_t first_seed, const Fun
       [first, second, first_seed, second_seed](Element&& e,
                                                FunctionContext& ctx) -> Result<Element> {
         FunctionContext c1(first_seed, ctx.position());
+        c1.set_env(ctx.env());
         SLUICE_RETURN_IF_ERROR(first.Apply(&e, c1));
         FunctionContext c2(second_seed, ctx.position());
+        c2.set_env(ctx.env());
         c2.OfferOutputSlots(ctx.output_slots());  // the last stage's output is the result
         SLUICE_RETURN_IF_ERROR(second.Apply(&e, c2));
         return std::move(e);
@@ -125,9 +127,11 @@ Function Function::Conjunction(const Function& first, uint64_t first_seed,
       [first, second, first_seed, second_seed](const Element& e,
                                                FunctionContext& ctx) -> Result<bool> {
         FunctionContext c1(first_seed, ctx.position());
+        c1.set_env(ctx.env());
         SLUICE_ASSIGN_OR_RETURN(bool keep, first.Test(e, c1));
         if (!keep) return false;
         FunctionContext c2(second_seed, ctx.position());
+        c2.set_env(ctx.env());
         return second.Test(e, c2);
       },
       FusedTraits(first.traits(), second.traits()));

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/env.h"
 #include "graph/registry.h"
 #include "graph/serialize_internal.h"
 #include "sluice/serialize.h"
@@ -306,6 +307,15 @@ void OptionsToProto(const Options& o, graph::OptionsDef* p) {
     p->set_private_threadpool_size(*o.threading.private_threadpool_size);
   }
   if (o.inline_execution) p->set_inline_execution(*o.inline_execution);
+  // mutable_*() marks the field present even for an empty list (nothing allowed).
+  if (o.files.allowed_roots) {
+    auto* roots = p->mutable_allowed_roots();
+    for (const std::string& r : *o.files.allowed_roots) roots->add_roots(r);
+  }
+  if (o.files.allowed_write_roots) {
+    auto* roots = p->mutable_allowed_write_roots();
+    for (const std::string& r : *o.files.allowed_write_roots) roots->add_roots(r);
+  }
 }
 
 Options OptionsFromProto(const graph::OptionsDef& p) {
@@ -323,6 +333,14 @@ Options OptionsFromProto(const graph::OptionsDef& p) {
   for (const auto& [name, on] : p.optimization_passes()) o.optimization.passes[name] = on;
   if (p.has_private_threadpool_size()) o.threading.private_threadpool_size = p.private_threadpool_size();
   if (p.has_inline_execution()) o.inline_execution = p.inline_execution();
+  if (p.has_allowed_roots()) {
+    o.files.allowed_roots.emplace(p.allowed_roots().roots().begin(),
+                                  p.allowed_roots().roots().end());
+  }
+  if (p.has_allowed_write_roots()) {
+    o.files.allowed_write_roots.emplace(p.allowed_write_roots().roots().begin(),
+                                        p.allowed_write_roots().roots().end());
+  }
   return o;
 }
 
@@ -377,6 +395,13 @@ Result<Dataset> DatasetFromGraphDef(const graph::GraphDef& def) {
     return InvalidArgumentError("graph has " + std::to_string(num_nodes) +
                                 " nodes; expected 1.." + std::to_string(kMaxGraphNodes));
   }
+  // Ops that touch files while being built (ListFiles, ImageFolder, Idx, vocabularies)
+  // stay inside the roots of the graph's own file options.
+  std::unique_ptr<Env> confined;
+  if (def.has_options()) {
+    confined = NewConfinedEnvFor(BuildEnv(), OptionsFromProto(def.options()).files);
+  }
+  ScopedBuildEnv build_env(confined.get());
   std::vector<DatasetPtr> nodes;
   std::vector<int64_t> depth;
   nodes.reserve(num_nodes);

@@ -15,6 +15,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "core/env.h"
 #include "graph/attr.h"
 #include "graph/registry.h"
 #include "graph/serialize_internal.h"
@@ -548,10 +549,30 @@ Result<Options> ParseOptions(const Json& j) {
         SLUICE_ASSIGN_OR_RETURN(o.threading.private_threadpool_size,
                                 get_int(tv, "threading." + tk));
       }
+    } else if (k == "files" && v.is_object()) {
+      for (const auto& [fk, fv] : v.items()) {
+        const std::string key = "files." + fk;
+        if (fk != "allowed_roots" && fk != "allowed_write_roots") {
+          return InvalidArgumentError("unknown option '" + key +
+                                      "' (allowed_roots, allowed_write_roots)");
+        }
+        if (!fv.is_array()) {
+          return InvalidArgumentError("options." + key + " must be a list of strings");
+        }
+        std::vector<std::string> roots;
+        for (const auto& r : fv) {
+          if (!r.is_string()) {
+            return InvalidArgumentError("options." + key + " must be a list of strings");
+          }
+          roots.push_back(r.get<std::string>());
+        }
+        (fk == "allowed_roots" ? o.files.allowed_roots : o.files.allowed_write_roots) =
+            std::move(roots);
+      }
     } else {
       return InvalidArgumentError("unknown option '" + k +
                                   "' (deterministic, inline_execution, autotune: {...}, "
-                                  "optimization: {...}, threading: {...})");
+                                  "optimization: {...}, threading: {...}, files: {...})");
     }
   }
   return o;
@@ -578,11 +599,16 @@ Result<Dataset> ParseSpec(const Json& j) {
     return InvalidArgumentError("spec version " + j["version"].dump() + " is not supported (1)");
   }
   if (!j.contains("dataset")) return InvalidArgumentError("a spec needs \"dataset\"");
-  SLUICE_ASSIGN_OR_RETURN(Dataset ds, SpecParser().Node(j["dataset"], "dataset", 0));
+  // Options first: ops that touch files while being built (ListFiles, ImageFolder, Idx,
+  // vocabularies) stay inside the spec's file roots.
+  Options o;
   if (j.contains("options")) {
-    SLUICE_ASSIGN_OR_RETURN(Options o, ParseOptions(j["options"]));
-    ds = ds.WithOptions(o);
+    SLUICE_ASSIGN_OR_RETURN(o, ParseOptions(j["options"]));
   }
+  std::unique_ptr<Env> confined = NewConfinedEnvFor(BuildEnv(), o.files);
+  ScopedBuildEnv build_env(confined.get());
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds, SpecParser().Node(j["dataset"], "dataset", 0));
+  if (j.contains("options")) ds = ds.WithOptions(o);
   return ds;
 }
 

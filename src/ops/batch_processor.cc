@@ -47,12 +47,13 @@ Element AllocateBatch(const Element& row, int64_t n) {
 
 BatchProcessor::BatchProcessor(int64_t batch_size, bool drop_remainder, Function fn,
                                uint64_t seed, int64_t static_output_bytes,
-                               const ElementSpec& batch_spec)
+                               const ElementSpec& batch_spec, Env* env)
     : batch_size_(batch_size),
       drop_remainder_(drop_remainder),
       fn_(std::move(fn)),
       seed_(seed),
-      static_output_bytes_(static_output_bytes) {
+      static_output_bytes_(static_output_bytes),
+      env_(env) {
   // Pre-allocation only pays with a function (a plain batch copies its rows anyway).
   if (!fn_.valid() || batch_spec.unknown || batch_spec.components.empty()) return;
   std::vector<StaticComponent> row;
@@ -111,6 +112,7 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
     Element& row = u->inputs[r];
     if (fn_.valid()) {
       FunctionContext fctx(seed_, u->first_position + r);
+      fctx.set_env(env_);
       if (!slots.empty()) {
         for (size_t c = 0; c < out.size(); ++c) slots[c] = out[c].SubTensor(r);
         fctx.OfferOutputSlots(slots);

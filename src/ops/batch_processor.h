@@ -60,9 +60,11 @@ class BatchProcessor final : public UnitProcessor {
 
   // `fn` invalid (Function()): no function (ParallelBatch). `static_output_bytes`: the
   // exact bytes of every batch when known (fully shaped numeric spec with a known batch
-  // dimension), else -1. `batch_spec`: the op's output spec (batched rows).
+  // dimension), else -1. `batch_spec`: the op's output spec (batched rows). `env`: the
+  // pipeline's file system, handed to the function (FunctionContext::env).
   BatchProcessor(int64_t batch_size, bool drop_remainder, Function fn, uint64_t seed,
-                 int64_t static_output_bytes, const ElementSpec& batch_spec);
+                 int64_t static_output_bytes, const ElementSpec& batch_spec,
+                 Env* env = nullptr);
 
   int64_t inputs_per_unit() const override { return batch_size_; }
   bool drop_partial_unit() const override { return drop_remainder_; }
@@ -84,6 +86,7 @@ class BatchProcessor final : public UnitProcessor {
   const Function fn_;
   const uint64_t seed_;
   const int64_t static_output_bytes_;
+  Env* const env_;
   // The rows' components when the output is allocated up front (see above), else empty.
   struct StaticComponent {
     DType dtype;

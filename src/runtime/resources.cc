@@ -1,6 +1,8 @@
 #include "runtime/resources.h"
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -60,30 +62,36 @@ int AvailableCores() {
   return std::max(n, 1);
 }
 
-int64_t AvailableMemory() {
-  int64_t avail = 0;
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit) {
-    if (key == "MemAvailable:") {
-      avail = kb * 1024;
-      break;
+MemoryFacts ReadMemoryFacts() {
+  MemoryFacts m;
+  {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    int64_t kb = 0;
+    std::string unit;
+    while (f >> key >> kb >> unit) {
+      if (key == "MemAvailable:") {
+        m.mem_available = kb * 1024;
+        break;
+      }
     }
   }
-  int64_t limit = ParseInt(ReadLine("/sys/fs/cgroup/memory.max"));
-  int64_t usage = ParseInt(ReadLine("/sys/fs/cgroup/memory.current"));
-  if (limit <= 0) {
-    limit = ParseInt(ReadLine("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
-    usage = ParseInt(ReadLine("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
-    if (limit >= (int64_t{1} << 60)) limit = 0;  // v1 "unlimited"
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur < (rlim_t{1} << 62)) {
+    m.rlimit_as = static_cast<int64_t>(rl.rlim_cur);
+    std::ifstream statm("/proc/self/statm");  // first field: VmSize in pages
+    int64_t pages = 0;
+    if (statm >> pages) m.address_space = pages * sysconf(_SC_PAGESIZE);
   }
-  if (limit > 0) {
-    const int64_t cg = std::max<int64_t>(limit - usage, 0);
-    avail = avail > 0 ? std::min(avail, cg) : cg;
+  m.cgroup_limit = ParseInt(ReadLine("/sys/fs/cgroup/memory.max"));
+  m.cgroup_usage = ParseInt(ReadLine("/sys/fs/cgroup/memory.current"));
+  if (m.cgroup_limit <= 0) {
+    m.cgroup_limit = ParseInt(ReadLine("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+    m.cgroup_usage = ParseInt(ReadLine("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
+    if (m.cgroup_limit >= (int64_t{1} << 60)) m.cgroup_limit = 0;  // v1 "unlimited"
   }
-  return avail;
+  return m;
 }
 
 Status CheckBufferMemory(std::string_view what, int64_t batch_size,
@@ -109,5 +117,20 @@ Status CheckBufferMemory(std::string_view what, int64_t batch_size,
                                 " bytes each needs more than the " +
                                 std::to_string(avail) + " bytes of memory available");
 }
+
+
+int64_t AvailableMemoryFrom(const MemoryFacts& f) {
+  int64_t avail = -1;  // -1: nothing known yet
+  auto cap = [&avail](int64_t v) {
+    v = std::max<int64_t>(v, 0);
+    avail = avail < 0 ? v : std::min(avail, v);
+  };
+  if (f.mem_available > 0) cap(f.mem_available);
+  if (f.rlimit_as > 0) cap(f.rlimit_as - f.address_space);
+  if (f.cgroup_limit > 0) cap(f.cgroup_limit - f.cgroup_usage);
+  return std::max<int64_t>(avail, 0);
+}
+
+int64_t AvailableMemory() { return AvailableMemoryFrom(ReadMemoryFacts()); }
 
 }  // namespace sluice

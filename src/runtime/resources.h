@@ -13,8 +13,8 @@ namespace sluice {
 // Cores this process may run on: the CPU affinity mask (taskset), further capped by a
 // cgroup v2 (cpu.max) or v1 (cfs_quota_us / cfs_period_us) quota, rounded up. At least 1.
 int AvailableCores();
-// Bytes of memory this process may still use: MemAvailable from /proc/meminfo, capped by a
-// cgroup memory limit minus current usage. 0 when unknown.
+// Bytes of memory this process may still use: AvailableMemoryFrom(ReadMemoryFacts()).
+// 0 when unknown.
 int64_t AvailableMemory();
 
 // Batches, windows and shuffle buffers hold up to a size taken from an attribute
@@ -37,6 +37,20 @@ inline bool BatchMemoryCheckDue(int64_t rows_read, int64_t batch_size) {
 inline int64_t BatchReserve(int64_t batch_size) {
   return batch_size < 1024 ? batch_size : 1024;
 }
+
+// What bounds the memory this process may use; 0 in a field means unknown / no limit.
+struct MemoryFacts {
+  int64_t mem_available = 0;  // MemAvailable of /proc/meminfo
+  int64_t rlimit_as = 0;      // the RLIMIT_AS soft limit (RLIM_INFINITY: 0)
+  int64_t address_space = 0;  // the process's current virtual size (VmSize)
+  int64_t cgroup_limit = 0;   // cgroup v2 memory.max, else v1 memory.limit_in_bytes
+  int64_t cgroup_usage = 0;   // memory.current (v2) / memory.usage_in_bytes (v1)
+};
+// The facts of this process (reads /proc and /sys/fs/cgroup).
+MemoryFacts ReadMemoryFacts();
+// The smallest of: MemAvailable; the RLIMIT_AS limit minus the address space in use; the
+// cgroup limit minus its usage (each headroom at least 0). Pure. 0 when nothing is known.
+int64_t AvailableMemoryFrom(const MemoryFacts& f);
 
 }  // namespace sluice
 

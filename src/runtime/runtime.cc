@@ -50,7 +50,11 @@ int64_t HoldLimit(const RuntimeOptions& given, const RuntimeOptions& resolved) {
 
 Runtime::Runtime(const RuntimeOptions& options)
     : options_(Resolve(options)),
-      memory_(options_.ram_budget, HoldLimit(options, options_)) {}
+      memory_(options_.ram_budget, HoldLimit(options, options_)) {
+  env_ = options_.env != nullptr ? options_.env : Env::Default();
+  confined_env_ = NewConfinedEnvFor(env_, options_.files);
+  if (confined_env_) env_ = confined_env_.get();
+}
 
 Executor& Runtime::executor() {
   std::call_once(executor_once_, [this] {

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "graph/dataset_node.h"
+#include "core/env.h"
 #include "runtime/executor.h"
 #include "runtime/memory_budget.h"
 #include "runtime/tunable.h"
@@ -39,6 +40,9 @@ class Runtime {
   // Where AUTOTUNE parallelism starts (resolved, in [1, cpu_budget]).
   int64_t initial_parallelism() const { return options_.initial_parallelism; }
   TunableRegistry& tunables() { return tunables_; }
+  // The file system every iterator of the pipeline reads and writes through:
+  // options().env or Env::Default(), confined when options().files sets roots.
+  Env* env() const { return env_; }
   bool deterministic_default() const { return options_.deterministic; }
   // The process-wide runtime used by iterators made without one (defaults, no tuning:
   // AUTOTUNE parallelism is the CPU budget).
@@ -63,6 +67,8 @@ class Runtime {
   MemoryBudget memory_;
   TunableRegistry tunables_;
   NodeIdMap node_ids_;
+  std::unique_ptr<Env> confined_env_;  // owned when options().files confines
+  Env* env_;
   std::once_flag executor_once_;
   std::unique_ptr<Executor> executor_;
 };

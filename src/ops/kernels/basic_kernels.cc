@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/env.h"
 #include "graph/attr.h"
 #include "ops/ops.h"
 
@@ -167,19 +168,17 @@ void RegisterBasicKernels(Registry* r) {
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, "read_file", "component", 0));
      return Function::MakeKernel(
          "read_file", attrs,
-         [comp](Element e, FunctionContext&) -> Result<Element> {
+         [comp](Element e, FunctionContext& ctx) -> Result<Element> {
            if (comp < 0 || static_cast<size_t>(comp) >= e.size() ||
                e[comp].dtype() != DType::kString || e[comp].num_elements() != 1) {
              return InvalidArgumentError("read_file: component " + std::to_string(comp) +
                                          " must be a string scalar (a path)");
            }
            const std::string& path = e[comp].scalar<std::string>();
-           std::ifstream f(path, std::ios::binary);
-           if (!f) return ErrnoToStatus(errno, "read_file: cannot open", path);
-           std::ostringstream ss;
-           ss << f.rdbuf();
-           if (f.bad()) return DataLossError("read_file: error reading '" + path + "'");
-           e[comp] = Tensor::Scalar(ss.str());
+           // Through the pipeline's Env: regular files only, confinement applies.
+           auto bytes = ReadFileToString(ctx.env() ? ctx.env() : Env::Default(), path);
+           if (!bytes.ok()) return bytes.status().WithContext("read_file");
+           e[comp] = Tensor::Scalar(std::move(bytes).value());
            return e;
          },
          {.is_random = false, .skippable = true},

@@ -2,6 +2,7 @@
 
 #include "graph/attr.h"
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 
@@ -44,16 +45,18 @@ FileSequenceDataset::FileSequenceDataset(std::string op, OpArgs args,
                   ElementSpec{{{DType::kString, PartialShape{}}}}),
       attrs_(std::move(attrs)) {}
 
-Result<std::unique_ptr<InputStream>> FileSequenceDataset::OpenStream(size_t i) const {
-  return InputStream::Open(attrs_.filenames[i], attrs_.compression, attrs_.buffer_size);
+Result<std::unique_ptr<InputStream>> FileSequenceDataset::OpenStream(Env* env,
+                                                                     size_t i) const {
+  return InputStream::Open(attrs_.filenames[i], attrs_.compression, attrs_.buffer_size,
+                           env);
 }
 
 namespace {
 
 class FileSequenceIterator : public IteratorBase {
  public:
-  FileSequenceIterator(const FileSequenceDataset* ds, const std::string& prefix)
-      : IteratorBase(ds->shared(), prefix), ds_(ds) {}
+  FileSequenceIterator(const FileSequenceDataset* ds, const std::string& prefix, Env* env)
+      : IteratorBase(ds->shared(), prefix), ds_(ds), env_(env) {}
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
@@ -92,7 +95,7 @@ class FileSequenceIterator : public IteratorBase {
     reader_.reset();
     index_ = static_cast<size_t>(index);
     if (offset >= 0) {
-      SLUICE_ASSIGN_OR_RETURN(reader_, ds_->OpenFile(index_));
+      SLUICE_ASSIGN_OR_RETURN(reader_, ds_->OpenFile(env_, index_));
       SLUICE_RETURN_IF_ERROR(reader_->SeekTo(static_cast<uint64_t>(offset)));
     }
     return Status::OK();
@@ -118,7 +121,7 @@ class FileSequenceIterator : public IteratorBase {
   }
 
   Status OpenCurrent() {
-    auto r = ds_->OpenFile(index_);
+    auto r = ds_->OpenFile(env_, index_);
     Status s = r.ok() ? (*r)->Start() : r.status();
     if (!s.ok()) {
       ++index_;  // reported once, then skipped
@@ -135,6 +138,7 @@ class FileSequenceIterator : public IteratorBase {
   }
 
   const FileSequenceDataset* ds_;
+  Env* env_;
   size_t index_ = 0;
   std::unique_ptr<RecordFileReader> reader_;  // the open file, null between files
   int64_t closed_files_bytes_ = 0;  // bytes read from files already closed
@@ -143,8 +147,8 @@ class FileSequenceIterator : public IteratorBase {
 }  // namespace
 
 Result<IteratorPtr> FileSequenceDataset::MakeIteratorInternal(
-    const IteratorContext&, const std::string& prefix) const {
-  return IteratorPtr(new FileSequenceIterator(this, prefix));
+    const IteratorContext& ctx, const std::string& prefix) const {
+  return IteratorPtr(new FileSequenceIterator(this, prefix, ctx.runtime()->env()));
 }
 
 }  // namespace sluice

@@ -6,7 +6,8 @@
 // returns a RecordFileReader: the per-format part (how to read one record, how to check
 // a file before its first record). FileSequenceDataset makes the iterator, which does
 // the rest the same way for every format:
-//  * files are opened lazily, in order; a file that cannot be opened (or fails Start)
+//  * files are opened lazily, in order, through the pipeline's Env (src/core/env.h); a
+//  file that cannot be opened (or fails Start)
 //    is reported once and skipped: the next call goes on with the next file;
 //  * a read error is returned prefixed with the op name; the file is closed when the
 //    reader says it cannot go on (RecordFileReader::EndedByError), else reading
@@ -97,11 +98,13 @@ class FileSequenceDataset : public DatasetNode {
   const std::vector<std::string>& files() const { return attrs_.filenames; }
   const FileSourceAttrs& attrs() const { return attrs_; }
 
-  // Opens files()[i] with the source's compression and buffer size.
-  Result<std::unique_ptr<InputStream>> OpenStream(size_t i) const;
+  // Opens files()[i] through `env` (the pipeline's, Runtime::env()) with the source's
+  // compression and buffer size.
+  Result<std::unique_ptr<InputStream>> OpenStream(Env* env, size_t i) const;
 
-  // Opens files()[i] at offset 0 (Start is called separately).
-  virtual Result<std::unique_ptr<RecordFileReader>> OpenFile(size_t i) const = 0;
+  // Opens files()[i] through `env` at offset 0 (Start is called separately).
+  virtual Result<std::unique_ptr<RecordFileReader>> OpenFile(Env* env,
+                                                             size_t i) const = 0;
   // The smallest offset a checkpoint may hold for an open file (a header's size).
   virtual uint64_t min_offset() const { return 0; }
 

@@ -98,8 +98,8 @@ class FixedLengthRecordDataset : public FileSequenceDataset {
   FixedLengthRecordDataset(OpArgs args, FileSourceAttrs attrs, Layout layout)
       : FileSequenceDataset(kOp, std::move(args), std::move(attrs)), layout_(layout) {}
 
-  Result<std::unique_ptr<RecordFileReader>> OpenFile(size_t i) const override {
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> s, OpenStream(i));
+  Result<std::unique_ptr<RecordFileReader>> OpenFile(Env* env, size_t i) const override {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> s, OpenStream(env, i));
     return std::unique_ptr<RecordFileReader>(
         new FixedLengthRecordReader(std::move(s), layout_));
   }

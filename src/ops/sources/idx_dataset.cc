@@ -3,11 +3,14 @@
 // The header is read when the dataset is built, so the cardinality and element spec are
 // known (tf.data sources read lazily; MNIST-sized files make the known size worth one
 // open). Each iterator reopens the file on its first GetNext. Checkpoint: the row index.
+// Files: the header is read through BuildEnv(), rows through the pipeline's Env.
+#include "core/env.h"
 #include "formats/idx.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
@@ -34,8 +37,8 @@ class IdxDataset : public DatasetNode {
 
 class IdxIterator : public IndexedIterator {
  public:
-  IdxIterator(const IdxDataset* ds, const std::string& prefix)
-      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
+  IdxIterator(const IdxDataset* ds, const std::string& prefix, Env* env)
+      : IndexedIterator(ds->shared(), prefix), ds_(ds), env_(env) {}
 
  protected:
   int64_t num_rows() const override { return ds_->header().num_rows(); }
@@ -44,7 +47,7 @@ class IdxIterator : public IndexedIterator {
   // Skips only move the index: the reader seeks on the next read.
   Result<Element> Row(int64_t i) override {
     if (!reader_) {
-      auto r = IdxReader::Open(ds_->path());
+      auto r = IdxReader::Open(ds_->path(), env_);
       if (!r.ok()) {
         End();  // nothing more can be read: report once, then end
         return r.status();
@@ -59,6 +62,8 @@ class IdxIterator : public IndexedIterator {
       reader_ = std::move(r).value();
     }
     auto row = reader_->ReadRow(i);
+    stats().file_bytes_read.store(static_cast<int64_t>(reader_->bytes_read_from_disk()),
+                                  std::memory_order_relaxed);
     if (!row.ok()) {
       End();  // truncated or corrupt data: the rest of the file is unreadable too
       return row.status();
@@ -68,12 +73,13 @@ class IdxIterator : public IndexedIterator {
 
  private:
   const IdxDataset* ds_;
+  Env* env_;
   std::unique_ptr<IdxReader> reader_;  // opened on the first read
 };
 
-Result<IteratorPtr> IdxDataset::MakeIteratorInternal(
-    const IteratorContext&, const std::string& prefix) const {
-  return IteratorPtr(new IdxIterator(this, prefix));
+Result<IteratorPtr> IdxDataset::MakeIteratorInternal(const IteratorContext& ctx,
+                                                     const std::string& prefix) const {
+  return IteratorPtr(new IdxIterator(this, prefix, ctx.runtime()->env()));
 }
 
 }  // namespace
@@ -89,7 +95,8 @@ void RegisterIdxDataset(Registry* r) {
      SLUICE_ASSIGN_OR_RETURN(std::string path,
                              GetAttr<std::string>(args.attrs, "Idx", "path"));
      if (path.empty()) return InvalidArgumentError("Idx: path is empty");
-     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IdxReader> reader, IdxReader::Open(path));
+     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IdxReader> reader,
+                             IdxReader::Open(path, BuildEnv()));
      IdxHeader header = reader->header();
      ElementSpec spec{{{header.dtype, PartialShape(header.row_shape())}}};
      return DatasetPtr(std::make_shared<IdxDataset>(std::move(args), std::move(spec),

@@ -9,18 +9,21 @@
 // torchvision, a class with no matching file is an error, and hidden directories are
 // classes too. Symlinked directory cycles are walked once (torchvision would recurse).
 // Checkpoint: the index; Skip is O(1).
-#include <dirent.h>
-#include <sys/stat.h>
-
+//
+// Files: the walk goes through BuildEnv() (a spec's confined Env when loaded with
+// LoadPipelineSpec); each produced path is checked against the pipeline's Env
+// (Env::CheckRead), so a confined pipeline does not hand out paths outside its roots.
 #include <algorithm>
 #include <cerrno>
 #include <set>
 #include <utility>
 
+#include "core/env.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
@@ -42,43 +45,30 @@ struct DirEntries {
   std::vector<std::string> files;  // every other entry, as os.walk reports them
 };
 
-Result<DirEntries> ListDir(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return ErrnoToStatus(errno, "ImageFolder: cannot list", dir);
+Result<DirEntries> ListDir(Env* env, const std::string& dir) {
+  auto entries = env->GetChildren(dir);
+  if (!entries.ok()) return entries.status().WithContext("ImageFolder");
   DirEntries out;
-  errno = 0;
-  while (struct dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    bool is_dir = e->d_type == DT_DIR;
-    if (e->d_type == DT_LNK ||
-        e->d_type == DT_UNKNOWN) {  // follow links; some fs lack d_type
-      struct stat st;
-      is_dir = stat(Join(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    }
-    (is_dir ? out.dirs : out.files).push_back(std::move(name));
-    errno = 0;
+  for (DirEntry& e : *entries) {
+    (e.type == FileType::kDirectory ? out.dirs : out.files).push_back(std::move(e.name));
   }
-  int err = errno;
-  closedir(d);
-  if (err != 0) return ErrnoToStatus(err, "ImageFolder: error listing", dir);
   return out;
 }
 
 // Appends the matching files under `dir` (recursively) in torchvision's order.
-Status WalkClass(const std::string& class_dir, const std::vector<std::string>& extensions,
+Status WalkClass(Env* env, const std::string& class_dir,
+                 const std::vector<std::string>& extensions,
                  std::vector<std::string>* out) {
   std::vector<std::pair<std::string, std::vector<std::string>>> walked;  // (dir, files)
-  std::set<std::pair<dev_t, ino_t>> seen;
+  std::set<std::pair<uint64_t, uint64_t>> seen;
   std::vector<std::string> stack = {class_dir};
   while (!stack.empty()) {
     std::string dir = std::move(stack.back());
     stack.pop_back();
-    struct stat st;
-    if (stat(dir.c_str(), &st) != 0)
-      return ErrnoToStatus(errno, "ImageFolder: cannot stat", dir);
-    if (!seen.insert({st.st_dev, st.st_ino}).second) continue;  // a symlink cycle
-    SLUICE_ASSIGN_OR_RETURN(DirEntries entries, ListDir(dir));
+    auto st = env->Stat(dir);
+    if (!st.ok()) return st.status().WithContext("ImageFolder");
+    if (!seen.insert({st->device, st->inode}).second) continue;  // a symlink cycle
+    SLUICE_ASSIGN_OR_RETURN(DirEntries entries, ListDir(env, dir));
     for (const std::string& sub : entries.dirs) stack.push_back(Join(dir, sub));
     walked.emplace_back(std::move(dir), std::move(entries.files));
   }
@@ -114,6 +104,7 @@ class ImageFolderDataset : public DatasetNode {
         labels_(std::move(labels)) {}
 
   int64_t Cardinality() const override { return static_cast<int64_t>(paths_.size()); }
+  const std::string& path(size_t i) const { return paths_[i]; }
   Element Row(size_t i) const {
     return Element({Tensor::Scalar(paths_[i]), Tensor::Scalar<int64_t>(labels_[i])},
                    element_spec().names);
@@ -130,20 +121,24 @@ class ImageFolderDataset : public DatasetNode {
 
 class ImageFolderIterator : public IndexedIterator {
  public:
-  ImageFolderIterator(const ImageFolderDataset* ds, const std::string& prefix)
-      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
+  ImageFolderIterator(const ImageFolderDataset* ds, const std::string& prefix, Env* env)
+      : IndexedIterator(ds->shared(), prefix), ds_(ds), env_(env) {}
 
  protected:
   int64_t num_rows() const override { return ds_->Cardinality(); }
-  Result<Element> Row(int64_t i) override { return ds_->Row(static_cast<size_t>(i)); }
+  Result<Element> Row(int64_t i) override {
+    SLUICE_RETURN_IF_ERROR(env_->CheckRead(ds_->path(static_cast<size_t>(i))));
+    return ds_->Row(static_cast<size_t>(i));
+  }
 
  private:
   const ImageFolderDataset* ds_;
+  Env* env_;
 };
 
 Result<IteratorPtr> ImageFolderDataset::MakeIteratorInternal(
-    const IteratorContext&, const std::string& prefix) const {
-  return IteratorPtr(new ImageFolderIterator(this, prefix));
+    const IteratorContext& ctx, const std::string& prefix) const {
+  return IteratorPtr(new ImageFolderIterator(this, prefix, ctx.runtime()->env()));
 }
 
 Result<DatasetPtr> MakeImageFolder(OpArgs args) {
@@ -158,13 +153,13 @@ Result<DatasetPtr> MakeImageFolder(OpArgs args) {
     }
     e = Lower(e[0] == '.' ? e : "." + e);
   }
-  struct stat st;
-  if (stat(root.c_str(), &st) != 0)
-    return ErrnoToStatus(errno, "ImageFolder: root", root);
-  if (!S_ISDIR(st.st_mode)) {
+  Env* env = BuildEnv();
+  auto st = env->Stat(root);
+  if (!st.ok()) return st.status().WithContext("ImageFolder: root");
+  if (st->type != FileType::kDirectory) {
     return InvalidArgumentError("ImageFolder: root '" + root + "' is not a directory");
   }
-  SLUICE_ASSIGN_OR_RETURN(DirEntries top, ListDir(root));
+  SLUICE_ASSIGN_OR_RETURN(DirEntries top, ListDir(env, root));
   std::vector<std::string> classes = std::move(top.dirs);
   std::sort(classes.begin(), classes.end());
   if (classes.empty()) {
@@ -175,7 +170,7 @@ Result<DatasetPtr> MakeImageFolder(OpArgs args) {
   std::vector<std::string> empty;
   for (size_t c = 0; c < classes.size(); ++c) {
     size_t before = paths.size();
-    SLUICE_RETURN_IF_ERROR(WalkClass(Join(root, classes[c]), exts, &paths));
+    SLUICE_RETURN_IF_ERROR(WalkClass(env, Join(root, classes[c]), exts, &paths));
     if (paths.size() == before) empty.push_back(classes[c]);
     labels.resize(paths.size(), static_cast<int64_t>(c));
   }

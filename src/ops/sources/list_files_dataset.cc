@@ -10,15 +10,20 @@
 // and per repeat epoch, like list_files' shuffle(buffer_size=#files,
 // reshuffle_each_iteration=True). Checkpoint: the position; the permutation is recomputed
 // from the same seeds.
-#include <glob.h>
-
+//
+// Files: globbing goes through BuildEnv() (a spec's confined Env when loaded with
+// LoadPipelineSpec); each produced path is checked against the pipeline's Env
+// (Env::CheckRead), so a confined pipeline refuses, with PermissionDenied, names outside
+// its roots even when the dataset was built unconfined.
 #include <algorithm>
 #include <numeric>
 
+#include "core/env.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
@@ -29,33 +34,13 @@ std::string JoinPatterns(const std::vector<std::string>& patterns) {
   return s;
 }
 
-bool IsDotOrDotDot(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string_view base = slash == std::string::npos
-                              ? std::string_view(path)
-                              : std::string_view(path).substr(slash + 1);
-  return base == "." || base == "..";
-}
-
 Result<std::vector<std::string>> Glob(const std::vector<std::string>& patterns) {
   std::vector<std::string> files;
+  Env* env = BuildEnv();
   for (const std::string& pattern : patterns) {
-    glob_t g{};
-    int rc = glob(pattern.c_str(), GLOB_PERIOD, nullptr, &g);
-    if (rc == 0) {
-      for (size_t i = 0; i < g.gl_pathc; ++i) {
-        std::string path = g.gl_pathv[i];
-        if (!IsDotOrDotDot(path)) files.push_back(std::move(path));
-      }
-    }
-    globfree(&g);
-    if (rc == GLOB_NOSPACE) {
-      return ResourceExhaustedError("ListFiles: out of memory globbing '" + pattern +
-                                    "'");
-    }
-    if (rc == GLOB_ABORTED) {
-      return UnavailableError("ListFiles: read error while globbing '" + pattern + "'");
-    }
+    auto matches = env->Glob(pattern);
+    if (!matches.ok()) return matches.status().WithContext("ListFiles");
+    for (std::string& path : *matches) files.push_back(std::move(path));
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
@@ -93,8 +78,8 @@ class ListFilesDataset : public DatasetNode {
 
 class ListFilesIterator : public IndexedIterator {
  public:
-  ListFilesIterator(const ListFilesDataset* ds, const std::string& prefix)
-      : IndexedIterator(ds->shared(), prefix), ds_(ds) {}
+  ListFilesIterator(const ListFilesDataset* ds, const std::string& prefix, Env* env)
+      : IndexedIterator(ds->shared(), prefix), ds_(ds), env_(env) {}
 
   Status Initialize(const IteratorContext& ctx) override {
     if (!ds_->shuffle()) return Status::OK();
@@ -111,17 +96,19 @@ class ListFilesIterator : public IndexedIterator {
   int64_t num_rows() const override { return static_cast<int64_t>(ds_->files().size()); }
   Result<Element> Row(int64_t i) override {
     const size_t f = ds_->shuffle() ? order_[i] : static_cast<size_t>(i);
+    SLUICE_RETURN_IF_ERROR(env_->CheckRead(ds_->files()[f]));
     return Element{Tensor::Scalar(ds_->files()[f])};
   }
 
  private:
   const ListFilesDataset* ds_;
+  Env* env_;
   std::vector<size_t> order_;  // the permutation when shuffling
 };
 
 Result<IteratorPtr> ListFilesDataset::MakeIteratorInternal(
-    const IteratorContext&, const std::string& prefix) const {
-  return IteratorPtr(new ListFilesIterator(this, prefix));
+    const IteratorContext& ctx, const std::string& prefix) const {
+  return IteratorPtr(new ListFilesIterator(this, prefix, ctx.runtime()->env()));
 }
 
 }  // namespace

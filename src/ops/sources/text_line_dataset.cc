@@ -36,8 +36,8 @@ class TextLineDataset : public FileSequenceDataset {
   TextLineDataset(OpArgs args, FileSourceAttrs attrs)
       : FileSequenceDataset(kOp, std::move(args), std::move(attrs)) {}
 
-  Result<std::unique_ptr<RecordFileReader>> OpenFile(size_t i) const override {
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> s, OpenStream(i));
+  Result<std::unique_ptr<RecordFileReader>> OpenFile(Env* env, size_t i) const override {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> s, OpenStream(env, i));
     return std::unique_ptr<RecordFileReader>(new TextLineReader(std::move(s)));
   }
 };

@@ -40,9 +40,11 @@ class TFRecordDataset : public FileSequenceDataset {
     options_.buffer_size = this->attrs().buffer_size;
   }
 
-  Result<std::unique_ptr<RecordFileReader>> OpenFile(size_t i) const override {
+  Result<std::unique_ptr<RecordFileReader>> OpenFile(Env* env, size_t i) const override {
+    TFRecordReader::Options o = options_;
+    o.env = env;
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> r,
-                            TFRecordReader::Open(files()[i], options_));
+                            TFRecordReader::Open(files()[i], o));
     return std::unique_ptr<RecordFileReader>(new TFRecordFileReader(std::move(r)));
   }
 

@@ -1,10 +1,8 @@
 #include "ops/text/vocab.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
+
+#include "core/env.h"
 
 namespace sluice {
 namespace {
@@ -18,22 +16,6 @@ inline uint64_t SlotIndex(uint64_t h) {
   return h;
 }
 
-std::string Printable(std::string_view token) {
-  constexpr size_t kMax = 40;
-  std::string out;
-  for (unsigned char c : token.substr(0, kMax)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (token.size() > kMax) out += "...";
-  return out;
-}
-
 std::string LineRef(std::string_view source, int64_t id) {
   return "vocab file '" + std::string(source) + "' line " + std::to_string(id + 1) +
          " (id " + std::to_string(id) + ")";
@@ -41,36 +23,11 @@ std::string LineRef(std::string_view source, int64_t id) {
 
 }  // namespace
 
-Result<std::shared_ptr<const Vocab>> Vocab::Load(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return ErrnoToStatus(errno, "cannot open vocab file", path);
-  std::string contents;
-  struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
-    if (st.st_size > kMaxFileBytes) {
-      std::fclose(f);
-      return InvalidArgumentError(
-          "vocab file '" + path + "' is " + std::to_string(st.st_size) +
-          " bytes, over the limit of " + std::to_string(kMaxFileBytes));
-    }
-    contents.reserve(static_cast<size_t>(st.st_size));
-  }
-  char buf[1 << 16];
-  while (true) {
-    size_t n = std::fread(buf, 1, sizeof(buf), f);
-    contents.append(buf, n);
-    if (static_cast<int64_t>(contents.size()) > kMaxFileBytes) {
-      std::fclose(f);
-      return InvalidArgumentError("vocab file '" + path + "' is over the limit of " +
-                                  std::to_string(kMaxFileBytes) + " bytes");
-    }
-    if (n < sizeof(buf)) break;
-  }
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) return ErrnoToStatus(err, "error reading vocab file", path);
-  return FromContents(contents, path);
+Result<std::shared_ptr<const Vocab>> Vocab::Load(const std::string& path, Env* env) {
+  auto contents = ReadFileToString(env != nullptr ? env : BuildEnv(), path,
+                                   static_cast<uint64_t>(kMaxFileBytes));
+  if (!contents.ok()) return contents.status().WithContext("vocab file");
+  return FromContents(*contents, path);
 }
 
 Result<std::shared_ptr<const Vocab>> Vocab::FromContents(std::string_view contents,
@@ -118,8 +75,9 @@ Result<std::shared_ptr<const Vocab>> Vocab::FromContents(std::string_view conten
     v->offsets_.push_back(static_cast<uint32_t>(v->arena_.size()));
     const int64_t prev = v->Insert(id, Hash(line));
     if (prev >= 0) {
-      return InvalidArgumentError(LineRef(source, id) + ": duplicate token '" +
-                                  Printable(line) + "' (first on line " +
+      // The token is not quoted: errors never echo a file's bytes.
+      return InvalidArgumentError(LineRef(source, id) +
+                                  ": duplicate token (first on line " +
                                   std::to_string(prev + 1) + ")");
     }
     ++id;

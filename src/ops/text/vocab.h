@@ -43,6 +43,8 @@
 
 namespace sluice {
 
+class Env;
+
 // What Vocab::Lookup does with tokens that are not in the vocabulary.
 struct OovOptions {
   int64_t num_oov_buckets = 0;  // > 0: hash OOV tokens into this many extra ids
@@ -57,8 +59,9 @@ class Vocab {
   // takes at most 512 MiB).
   static constexpr int64_t kMaxTokens = int64_t{1} << 25;
 
-  // Loads `path` (format above).
-  static Result<std::shared_ptr<const Vocab>> Load(const std::string& path);
+  // Loads `path` (format above) through `env` (null: BuildEnv(), src/core/env.h).
+  static Result<std::shared_ptr<const Vocab>> Load(const std::string& path,
+                                                   Env* env = nullptr);
   // Parses file contents; `source` names them in errors (the path).
   static Result<std::shared_ptr<const Vocab>> FromContents(std::string_view contents,
                                                            std::string_view source);

@@ -10,6 +10,8 @@
 // `<filename>.sluice-cache`. An iterator (of any Dataset object, in any process) that
 // finds that file validates it and reads from it instead of the input; a file failing
 // validation is rejected with DataLoss. Temp files of dead writers are never read.
+// Files are read, created, renamed and deleted through the pipeline's Env (a confined
+// pipeline writes its cache only under Options::files.allowed_write_roots).
 //
 // File format: records `varint64 length | EncodeElement bytes`, then a 32-byte trailer:
 // "SLCACHE1" | fixed64 element count | fixed64 body length | fixed32 masked crc32c of the
@@ -25,22 +27,21 @@
 // Deviation from tf.data: a pass during which the input returned an error does not
 // populate the cache (tf.data caches the elements that succeeded, so later epochs
 // silently lose the failed ones); the error surfaces again on the next pass.
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
-#include <cstdio>
 #include <mutex>
 
 #include "core/coding.h"
 #include "core/crc32c.h"
+#include "core/env.h"
+#include "formats/input_stream.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
@@ -57,25 +58,19 @@ Status Corrupt(const std::string& path, uint64_t offset, const std::string& what
                        " (delete it to rebuild the cache)");
 }
 
-struct FileCloser {
-  void operator()(FILE* f) const {
-    if (f) fclose(f);
-  }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
-
-// Reads a validated cache file record by record.
+// Reads a validated cache file record by record (through the pipeline's Env).
 class CacheFileReader {
  public:
   // NotFound when `path` does not exist; DataLoss naming the file when it is not a
   // complete, valid cache file.
-  static Result<std::unique_ptr<CacheFileReader>> Open(const std::string& path) {
-    FilePtr f(fopen(path.c_str(), "rbe"));
-    if (!f) return ErrnoToStatus(errno, "open cache file", path);
-    struct stat st;
-    if (fstat(fileno(f.get()), &st) != 0)
-      return ErrnoToStatus(errno, "stat cache file", path);
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
+  static Result<std::unique_ptr<CacheFileReader>> Open(Env* env,
+                                                       const std::string& path) {
+    auto stream = InputStream::Open(path, Compression::kNone, kIoBuffer, env);
+    if (!stream.ok()) return stream.status().WithContext("open cache file");
+    auto r = std::unique_ptr<CacheFileReader>(
+        new CacheFileReader(path, std::move(stream).value()));
+    InputStream& in = *r->in_;
+    const uint64_t size = in.Size().value_or(0);
     if (size < kTrailerSize) {
       return Corrupt(
           path, 0,
@@ -83,8 +78,9 @@ class CacheFileReader {
     }
     const uint64_t body = size - kTrailerSize;
     char trailer[kTrailerSize];
-    if (fseeko(f.get(), static_cast<off_t>(body), SEEK_SET) != 0 ||
-        fread(trailer, 1, kTrailerSize, f.get()) != kTrailerSize) {
+    if (!in.SeekTo(body).ok()) return Corrupt(path, body, "cannot read the trailer");
+    auto got = in.ReadInto(trailer, kTrailerSize);
+    if (!got.ok() || *got != kTrailerSize) {
       return Corrupt(path, body, "cannot read the trailer");
     }
     if (std::string_view(trailer, kMagic.size()) != kMagic) {
@@ -94,7 +90,6 @@ class CacheFileReader {
     if (crc32c::Unmask(DecodeFixed32(trailer + 28)) != crc32c::Value(trailer, 28)) {
       return Corrupt(path, body + 28, "trailer checksum mismatch");
     }
-    auto r = std::unique_ptr<CacheFileReader>(new CacheFileReader(path, std::move(f)));
     r->count_ = static_cast<int64_t>(DecodeFixed64(trailer + 8));
     const uint64_t body_len = DecodeFixed64(trailer + 16);
     r->crc_ = crc32c::Unmask(DecodeFixed32(trailer + 24));
@@ -116,6 +111,7 @@ class CacheFileReader {
   uint32_t crc() const { return crc_; }
   int64_t index() const { return index_; }
   uint64_t offset() const { return offset_; }
+  uint64_t bytes_read_from_disk() const { return in_->bytes_read_from_disk(); }
 
   // The next element, nullopt after the last.
   Result<std::optional<Element>> Next() {
@@ -123,9 +119,13 @@ class CacheFileReader {
     const uint64_t start = offset_;
     SLUICE_ASSIGN_OR_RETURN(uint64_t len, ReadLength());
     buf_.resize(len);
-    if (len > 0 && fread(buf_.data(), 1, len, f_.get()) != len) {
-      return Corrupt(path_, offset_,
-                     "cannot read a record of " + std::to_string(len) + " bytes");
+    if (len > 0) {
+      auto got = in_->ReadInto(buf_.data(), len);
+      if (!got.ok() || *got != len) {
+        return Corrupt(path_, offset_,
+                       "cannot read a record of " + std::to_string(len) + " bytes" +
+                           (got.ok() ? "" : ": " + got.status().message()));
+      }
     }
     std::string_view in(buf_);
     auto e = DecodeElement(&in);
@@ -143,7 +143,8 @@ class CacheFileReader {
     int64_t done = 0;
     while (done < n && index_ < count_) {
       SLUICE_ASSIGN_OR_RETURN(uint64_t len, ReadLength());
-      if (fseeko(f_.get(), static_cast<off_t>(len), SEEK_CUR) != 0) {
+      auto skipped = in_->Skip(len);
+      if (!skipped.ok() || *skipped != len) {
         return Corrupt(path_, offset_, "cannot seek past a record");
       }
       offset_ += len;
@@ -160,44 +161,45 @@ class CacheFileReader {
                            ", byte " + std::to_string(offset) +
                            ") is outside cache file '" + path_ + "'");
     }
-    if (fseeko(f_.get(), static_cast<off_t>(offset), SEEK_SET) != 0) {
-      return ErrnoToStatus(errno, "seek in cache file", path_);
-    }
+    SLUICE_RETURN_IF_ERROR(in_->SeekTo(offset));
     index_ = index;
     offset_ = offset;
     return Status::OK();
   }
 
  private:
-  CacheFileReader(std::string path, FilePtr f)
-      : path_(std::move(path)), f_(std::move(f)) {
-    setvbuf(f_.get(), nullptr, _IOFBF, kIoBuffer);
-  }
+  CacheFileReader(std::string path, std::unique_ptr<InputStream> in)
+      : path_(std::move(path)), in_(std::move(in)) {}
 
   // Streams the body once to check its crc, then rewinds.
   Status CheckBody() {
-    if (fseeko(f_.get(), 0, SEEK_SET) != 0) return ErrnoToStatus(errno, "seek", path_);
+    SLUICE_RETURN_IF_ERROR(in_->SeekTo(0));
     std::vector<char> chunk(kIoBuffer);
     uint32_t crc = 0;
     uint64_t left = body_;
     while (left > 0) {
       size_t want = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
-      if (fread(chunk.data(), 1, want, f_.get()) != want) {
-        return Corrupt(path_, body_ - left, "cannot read the body");
+      auto got = in_->ReadInto(chunk.data(), want);
+      if (!got.ok() || *got != want) {
+        return Corrupt(path_, body_ - left,
+                       std::string("cannot read the body") +
+                           (got.ok() ? "" : ": " + got.status().message()));
       }
       crc = crc32c::Extend(crc, chunk.data(), want);
       left -= want;
     }
     if (crc != crc_) return Corrupt(path_, 0, "body checksum mismatch");
-    if (fseeko(f_.get(), 0, SEEK_SET) != 0) return ErrnoToStatus(errno, "seek", path_);
-    return Status::OK();
+    return in_->SeekTo(0);
   }
 
   Result<uint64_t> ReadLength() {
     uint64_t len = 0;
     for (int shift = 0;; shift += 7) {
-      int c = getc(f_.get());
-      if (c == EOF || shift > 63) return Corrupt(path_, offset_, "bad record length");
+      auto byte = in_->Read(1);
+      if (!byte.ok() || byte->empty() || shift > 63) {
+        return Corrupt(path_, offset_, "bad record length");
+      }
+      const int c = static_cast<unsigned char>((*byte)[0]);
       ++offset_;
       len |= static_cast<uint64_t>(c & 0x7f) << shift;
       if ((c & 0x80) == 0) break;
@@ -211,7 +213,7 @@ class CacheFileReader {
   }
 
   std::string path_;
-  FilePtr f_;
+  std::unique_ptr<InputStream> in_;
   uint64_t body_ = 0;
   int64_t count_ = 0;
   uint32_t crc_ = 0;
@@ -220,37 +222,30 @@ class CacheFileReader {
   std::string buf_;
 };
 
-// Writes a cache file under a temporary name; Finish() publishes it atomically.
-// Destroying an unfinished writer removes the temporary file.
+// Writes a cache file under a temporary name (through the pipeline's Env); Finish()
+// publishes it atomically. Destroying an unfinished writer removes the temporary file.
 class CacheFileWriter {
  public:
-  static Result<std::unique_ptr<CacheFileWriter>> Create(const std::string& filename) {
+  static Result<std::unique_ptr<CacheFileWriter>> Create(Env* env,
+                                                         const std::string& filename) {
     for (int attempt = 0;; ++attempt) {
       std::string tmp = filename + ".tmp-" + std::to_string(getpid()) + "-" +
                         std::to_string(temp_counter.fetch_add(1));
-      int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd < 0) {
-        if (errno == EEXIST && attempt < 100) continue;  // left by a dead writer
-        return ErrnoToStatus(errno, "create cache file", tmp);
+      auto f = env->NewWritableFile(tmp, /*exclusive=*/true);
+      if (!f.ok()) {
+        // Left by a dead writer: try another name.
+        if (f.status().code() == StatusCode::kAlreadyExists && attempt < 100) continue;
+        return f.status().WithContext("create cache file");
       }
-      FILE* f = fdopen(fd, "wb");
-      if (!f) {
-        Status s = ErrnoToStatus(errno, "open cache file", tmp);
-        close(fd);
-        unlink(tmp.c_str());
-        return s;
-      }
-      auto w = std::unique_ptr<CacheFileWriter>(
-          new CacheFileWriter(std::move(tmp), FilePtr(f)));
-      setvbuf(f, nullptr, _IOFBF, kIoBuffer);
-      return w;
+      return std::unique_ptr<CacheFileWriter>(
+          new CacheFileWriter(env, std::move(tmp), std::move(f).value()));
     }
   }
 
   ~CacheFileWriter() {
     if (f_) {
       f_.reset();
-      unlink(tmp_.c_str());
+      env_->DeleteFile(tmp_).IgnoreError();
     }
   }
 
@@ -272,37 +267,44 @@ class CacheFileWriter {
     PutFixed32(&trailer, crc32c::Mask(crc_));
     PutFixed32(&trailer, crc32c::Mask(crc32c::Value(trailer.data(), trailer.size())));
     SLUICE_RETURN_IF_ERROR(Write(trailer));
-    if (fflush(f_.get()) != 0 || fsync(fileno(f_.get())) != 0) {
-      return ErrnoToStatus(errno, "write cache file", tmp_);
-    }
-    FILE* f = f_.release();
-    if (fclose(f) != 0) {
-      Status s = ErrnoToStatus(errno, "close cache file", tmp_);
-      unlink(tmp_.c_str());
-      return s;
-    }
-    if (rename(tmp_.c_str(), final_path.c_str()) != 0) {
-      Status s = ErrnoToStatus(errno, "rename cache file to " + final_path, tmp_);
-      unlink(tmp_.c_str());
-      return s;
-    }
-    return Status::OK();
+    SLUICE_RETURN_IF_ERROR(FlushBuffer());
+    SLUICE_RETURN_IF_ERROR(f_->Sync());
+    std::unique_ptr<WritableFile> f = std::move(f_);
+    Status s = f->Close();
+    if (s.ok()) s = env_->RenameFile(tmp_, final_path);
+    if (!s.ok()) env_->DeleteFile(tmp_).IgnoreError();
+    return s;
   }
 
  private:
-  CacheFileWriter(std::string tmp, FilePtr f) : tmp_(std::move(tmp)), f_(std::move(f)) {}
+  CacheFileWriter(Env* env, std::string tmp, std::unique_ptr<WritableFile> f)
+      : env_(env), tmp_(std::move(tmp)), f_(std::move(f)) {
+    pending_.reserve(kIoBuffer);
+  }
 
+  // Buffered: one write per kIoBuffer bytes.
   Status Write(const std::string& s) {
-    if (fwrite(s.data(), 1, s.size(), f_.get()) != s.size()) {
-      return ErrnoToStatus(errno, "write cache file", tmp_);
+    if (pending_.size() + s.size() > kIoBuffer) SLUICE_RETURN_IF_ERROR(FlushBuffer());
+    if (s.size() >= kIoBuffer) {
+      SLUICE_RETURN_IF_ERROR(f_->Append(s));
+    } else {
+      pending_.append(s);
     }
     crc_ = crc32c::Extend(crc_, s.data(), s.size());
     body_ += s.size();
     return Status::OK();
   }
+  Status FlushBuffer() {
+    if (pending_.empty()) return Status::OK();
+    Status s = f_->Append(pending_);
+    pending_.clear();
+    return s;
+  }
 
+  Env* env_;
   std::string tmp_;
-  FilePtr f_;
+  std::unique_ptr<WritableFile> f_;
+  std::string pending_;
   uint64_t body_ = 0;
   uint32_t crc_ = 0;
   int64_t count_ = 0;
@@ -367,14 +369,17 @@ class CacheIterator : public IteratorBase {
         return charge_.Add(bytes, static_cast<int64_t>(memory_->size()));
       }
     } else {
-      auto reader = CacheFileReader::Open(ds_->final_path());
+      auto reader = CacheFileReader::Open(ctx.runtime()->env(), ds_->final_path());
       if (reader.ok()) {
         reader_ = std::move(reader).value();
         mode_ = Mode::kReadFile;
         return Status::OK();
       }
       if (reader.status().code() == StatusCode::kDataLoss) return reader.status();
-      if (reader.status().code() != StatusCode::kNotFound) {
+      // Outside a confined pipeline's roots: like a missing file; the write is refused
+      // too, reported once, and the pass goes on uncached.
+      if (reader.status().code() != StatusCode::kNotFound &&
+          reader.status().code() != StatusCode::kPermissionDenied) {
         return reader.status().WithContext("Cache");
       }
     }
@@ -392,6 +397,9 @@ class CacheIterator : public IteratorBase {
       case Mode::kReadFile: {
         if (read_failed_) return std::nullopt;
         auto e = reader_->Next();
+        stats().file_bytes_read.store(
+            static_cast<int64_t>(reader_->bytes_read_from_disk()),
+            std::memory_order_relaxed);
         // The file changed under us; its position is unknown, so the pass ends after the
         // error is reported.
         if (!e.ok()) read_failed_ = true;
@@ -403,7 +411,7 @@ class CacheIterator : public IteratorBase {
     }
     if (!failed_.ok()) return failed_;
     if (caching_ && !ds_->in_memory() && !writer_) {
-      auto w = CacheFileWriter::Create(ds_->filename());
+      auto w = CacheFileWriter::Create(ctx_.runtime()->env(), ds_->filename());
       if (!w.ok()) {
         caching_ = false;  // reported once; the pass goes on uncached
         return w.status().WithContext("Cache");

@@ -23,6 +23,7 @@
 #include "ops/ops.h"
 #include "runtime/async_buffer.h"
 #include "ops/batch_processor.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
@@ -42,7 +43,7 @@ class MapAndBatchDataset : public DatasetNode {
   }
 
  protected:
-  Result<IteratorPtr> MakeIteratorInternal(const IteratorContext&,
+  Result<IteratorPtr> MakeIteratorInternal(const IteratorContext& ctx,
                                            const std::string& prefix) const override {
     AsyncBufferOptions o;
     o.parallelism = p_.num_parallel_calls;
@@ -50,7 +51,8 @@ class MapAndBatchDataset : public DatasetNode {
     return IteratorPtr(new AsyncBufferIterator(
         shared(), prefix,
         std::make_unique<BatchProcessor>(batch_size_, drop_remainder_, functions()[0], seed_,
-                                         StaticElementBytes(element_spec()), element_spec()),
+                                         StaticElementBytes(element_spec()), element_spec(),
+                                         ctx.runtime()->env()),
         o));
   }
 

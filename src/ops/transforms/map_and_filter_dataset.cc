@@ -21,6 +21,7 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/async_buffer.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
@@ -57,11 +58,17 @@ class MapAndFilterIterator : public UnaryIterator {
       : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
+  Status InitializeState(const IteratorContext& ctx) override {
+    env_ = ctx.runtime()->env();  // for functions that read files (read_file)
+    return Status::OK();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     while (true) {
       Result<std::optional<Element>> r = input_->GetNext();
       if (!r.ok() || !r->has_value()) return r;
       FunctionContext mctx(ds_->map_seed(), map_position_++);
+      mctx.set_env(env_);
       SLUICE_RETURN_IF_ERROR(ds_->fn().Apply(&**r, mctx));
       FunctionContext fctx(ds_->filter_seed(), filter_position_++);
       SLUICE_ASSIGN_OR_RETURN(bool keep, ds_->predicate().Test(**r, fctx));
@@ -88,6 +95,7 @@ class MapAndFilterIterator : public UnaryIterator {
 
  private:
   const MapAndFilterDataset* ds_;
+  Env* env_ = nullptr;
   int64_t map_position_ = 0;     // input elements seen by f
   int64_t filter_position_ = 0;  // elements f mapped, seen by p
 };
@@ -95,15 +103,17 @@ class MapAndFilterIterator : public UnaryIterator {
 class MapAndFilterProcessor final : public UnitProcessor {
  public:
   MapAndFilterProcessor(Function fn, Function predicate, uint64_t map_seed,
-                        uint64_t filter_seed, int64_t static_bytes)
+                        uint64_t filter_seed, int64_t static_bytes, Env* env)
       : fn_(std::move(fn)),
         predicate_(std::move(predicate)),
         map_seed_(map_seed),
         filter_seed_(filter_seed),
-        static_bytes_(static_bytes) {}
+        static_bytes_(static_bytes),
+        env_(env) {}
 
   Status ProcessPart(WorkUnit* u, int, int) const override {
     FunctionContext mctx(map_seed_, u->first_position);
+    mctx.set_env(env_);
     SLUICE_RETURN_IF_ERROR(fn_.Apply(&u->inputs[0], mctx));
     FunctionContext fctx(filter_seed_, u->first_position);
     SLUICE_ASSIGN_OR_RETURN(bool keep, predicate_.Test(u->inputs[0], fctx));
@@ -120,10 +130,11 @@ class MapAndFilterProcessor final : public UnitProcessor {
   const Function fn_, predicate_;
   const uint64_t map_seed_, filter_seed_;
   const int64_t static_bytes_;
+  Env* const env_;
 };
 
 Result<IteratorPtr> MapAndFilterDataset::MakeIteratorInternal(
-    const IteratorContext&, const std::string& prefix) const {
+    const IteratorContext& ctx, const std::string& prefix) const {
   if (!p_) return IteratorPtr(new MapAndFilterIterator(this, prefix));
   AsyncBufferOptions o;
   o.parallelism = p_->num_parallel_calls;
@@ -131,7 +142,8 @@ Result<IteratorPtr> MapAndFilterDataset::MakeIteratorInternal(
   return IteratorPtr(new AsyncBufferIterator(
       shared(), prefix,
       std::make_unique<MapAndFilterProcessor>(fn(), predicate(), map_seed_, filter_seed_,
-                                              StaticElementBytes(element_spec())),
+                                              StaticElementBytes(element_spec()),
+                                              ctx.runtime()->env()),
       o));
 }
 

@@ -2,6 +2,7 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
@@ -29,10 +30,16 @@ class MapIterator : public UnaryIterator {
       : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
  protected:
+  Status InitializeState(const IteratorContext& ctx) override {
+    env_ = ctx.runtime()->env();  // for functions that read files (read_file)
+    return Status::OK();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     Result<std::optional<Element>> r = input_->GetNext();
     if (r.ok() && r->has_value()) [[likely]] {
       FunctionContext fctx(ds_->seed(), position_++);
+      fctx.set_env(env_);
       Status s = ds_->fn().Apply(&**r, fctx);
       if (!s.ok()) [[unlikely]] r = std::move(s);
     }
@@ -58,6 +65,7 @@ class MapIterator : public UnaryIterator {
 
  private:
   const MapDataset* ds_;
+  Env* env_ = nullptr;
   int64_t position_ = 0;
 };
 

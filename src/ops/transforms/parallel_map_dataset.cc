@@ -6,17 +6,19 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/async_buffer.h"
+#include "runtime/runtime.h"
 
 namespace sluice {
 namespace {
 
 class MapProcessor final : public UnitProcessor {
  public:
-  MapProcessor(Function fn, uint64_t seed, int64_t static_bytes)
-      : fn_(std::move(fn)), seed_(seed), static_bytes_(static_bytes) {}
+  MapProcessor(Function fn, uint64_t seed, int64_t static_bytes, Env* env)
+      : fn_(std::move(fn)), seed_(seed), static_bytes_(static_bytes), env_(env) {}
 
   Status ProcessPart(WorkUnit* u, int, int) const override {
     FunctionContext fctx(seed_, u->first_position);
+    fctx.set_env(env_);
     return fn_.Apply(&u->inputs[0], fctx);
   }
   Result<std::optional<Element>> Finish(WorkUnit* u) const override {
@@ -28,6 +30,7 @@ class MapProcessor final : public UnitProcessor {
   const Function fn_;
   const uint64_t seed_;
   const int64_t static_bytes_;
+  Env* const env_;
 };
 
 class ParallelMapDataset : public DatasetNode {
@@ -38,14 +41,16 @@ class ParallelMapDataset : public DatasetNode {
   int64_t Cardinality() const override { return input(0)->Cardinality(); }
 
  protected:
-  Result<IteratorPtr> MakeIteratorInternal(const IteratorContext&,
+  Result<IteratorPtr> MakeIteratorInternal(const IteratorContext& ctx,
                                            const std::string& prefix) const override {
     AsyncBufferOptions o;
     o.parallelism = p_.num_parallel_calls;
     o.deterministic = p_.deterministic;
     return IteratorPtr(new AsyncBufferIterator(
         shared(), prefix,
-        std::make_unique<MapProcessor>(functions()[0], seed_, StaticElementBytes(element_spec())),
+        std::make_unique<MapProcessor>(functions()[0], seed_,
+                                       StaticElementBytes(element_spec()),
+                                       ctx.runtime()->env()),
         o));
   }
 
