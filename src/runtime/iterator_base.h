@@ -67,11 +67,15 @@ class IteratorBase {
   // Called once by DatasetNode::MakeIterator after construction: create input iterators.
   virtual Status Initialize(const IteratorContext& ctx) { return Status::OK(); }
 
+  // Returns Cancelled once the iterator is cancelled (a relaxed load per call), so a loop
+  // that calls its input until something comes out stops when the pipeline is cancelled.
   Result<std::optional<Element>> GetNext() {
     // One named return object (NRVO), initialized from either prvalue: a second return
     // path would cost a Result move per call per operator, most of the per-element budget.
     Result<std::optional<Element>> r =
-        stats_.ShouldSample() ? GetNextTimed() : GetNextInternal();
+        cancelled() ? Result<std::optional<Element>>(CancelledStatus())
+        : stats_.ShouldSample() ? GetNextTimed()
+                                : GetNextInternal();
     if (r.ok()) [[likely]] {
       if (r->has_value()) stats_.CountProduced();
     } else {
@@ -99,7 +103,11 @@ class IteratorBase {
   // Stops background work and wakes blocked calls (which return Cancelled), in this
   // iterator and all its descendants. Thread-safe; idempotent. Asynchronous iterators
   // override it (and call the base to reach their children); their destructors call it.
+  // The base sets cancelled() first; children made later by MakeChild start cancelled.
   virtual void Cancel();
+  // True once Cancel has been called here or on an ancestor. GetNext and Skip then return
+  // Cancelled; loops that can run long without calling them check it (CheckCancelled).
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
   // True for iterators that call their inputs on their own threads, not inside GetNext
   // (the stats plane then does not subtract the inputs' time from theirs).
   virtual bool async() const { return false; }
@@ -121,8 +129,14 @@ class IteratorBase {
                                                   size_t i = 0) const;
   // Prefixes `s` with this iterator's op and prefix unless it already names it.
   Status AddContext(const Status& s) const;
+  // Cancelled when cancelled(), else OK: for loops that may run without producing.
+  Status CheckCancelled() const {
+    return cancelled() ? CancelledStatus() : Status::OK();
+  }
 
  private:
+  // The error of a cancelled iterator.
+  Status CancelledStatus() const;
   // GetNextInternal, timed for the stats plane (a sampled call).
   Result<std::optional<Element>> GetNextTimed();
   friend class DatasetNode;
@@ -135,6 +149,7 @@ class IteratorBase {
   mutable std::mutex children_mu_;
   mutable std::vector<IteratorBase*> children_;  // GUARDED_BY(children_mu_)
   mutable IteratorBase* parent_ = nullptr;
+  std::atomic<bool> cancelled_{false};
 };
 
 // UnaryIterator: the base of iterators with exactly one input that is created at

@@ -210,6 +210,7 @@ class GroupByWindowIterator : public UnaryIterator {
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
     while (true) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       if (current_) {
         // An error here is the reduced dataset's; it has made progress, so carry on
         // later.

@@ -41,6 +41,8 @@ class IgnoreErrorsIterator : public UnaryIterator {
     while (true) {
       auto r = input_->GetNext();
       if (r.ok()) return r;
+      // A cancelled pipeline stops: Cancelled is not an element's error.
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       identical = r.status() == last ? identical + 1 : 1;
       if (identical >= kMaxIdenticalErrors) {
         return r.status().WithContext(
