@@ -33,8 +33,11 @@ class MapIterator : public UnaryIterator {
     Result<std::optional<Element>> r = input_->GetNext();
     if (r.ok() && r->has_value()) [[likely]] {
       FunctionContext fctx(ds_->seed(), position_++);
+      const ElementSource source(**r);
       Status s = ds_->fn().Apply(&**r, fctx);
-      if (!s.ok()) [[unlikely]] r = std::move(s);
+      if (!s.ok()) [[unlikely]] {
+        r = ElementError(s, position_ - 1, source);
+      }
     }
     return r;
   }

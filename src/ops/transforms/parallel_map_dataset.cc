@@ -17,7 +17,12 @@ class MapProcessor final : public UnitProcessor {
 
   Status ProcessPart(WorkUnit* u, int, int) const override {
     FunctionContext fctx(seed_, u->first_position);
-    return fn_.Apply(&u->inputs[0], fctx);
+    const ElementSource source(u->inputs[0]);
+    Status s = fn_.Apply(&u->inputs[0], fctx);
+    if (!s.ok()) [[unlikely]] {
+      return ElementError(s, u->first_position, source);
+    }
+    return s;
   }
   Result<std::optional<Element>> Finish(WorkUnit* u) const override {
     return std::optional<Element>(std::move(u->inputs[0]));
