@@ -19,7 +19,8 @@ std::string Nested(int depth, const std::string& leaf = "1") {
   return std::string(depth, '[') + leaf + std::string(depth, ']');
 }
 
-const std::string kRange = R"({"op": "Range", "attrs": {"start": 0, "stop": 3, "step": 1}})";
+const std::string kRange =
+    R"({"op": "Range", "attrs": {"start": 0, "stop": 3, "step": 1}})";
 
 // `needle`: a part of the expected message.
 void ExpectRefused(const std::string& text, const std::string& what,
@@ -36,17 +37,22 @@ TEST(HostileSpecTest, DeeplyNestedBracketsAnywhereAreRefused) {
   const std::string deep = Nested(kDeep);
   ExpectRefused(R"({"dataset": {"op": "Range", "attrs": {"stop": )" + deep + "}}}",
                 "attribute value", "nests deeper");
-  ExpectRefused(R"({"dataset": {"op": "Range", "attrs": )" + deep + "}}", "attrs", "nests deeper");
-  ExpectRefused(R"({"version": )" + deep + R"(, "dataset": )" + kRange + "}", "version", "nests deeper");
-  ExpectRefused(R"({"options": )" + deep + R"(, "dataset": )" + kRange + "}", "options", "nests deeper");
+  ExpectRefused(R"({"dataset": {"op": "Range", "attrs": )" + deep + "}}", "attrs",
+                "nests deeper");
+  ExpectRefused(R"({"version": )" + deep + R"(, "dataset": )" + kRange + "}", "version",
+                "nests deeper");
+  ExpectRefused(R"({"options": )" + deep + R"(, "dataset": )" + kRange + "}", "options",
+                "nests deeper");
   ExpectRefused(R"({"dataset": {"op": "Map", "function": )" + deep + R"(, "input": )" +
                     kRange + "}}",
                 "function", "nests deeper");
   ExpectRefused(R"({"node": [{"id": 0, "op": "Range", "attr": {"stop": {"i": )" + deep +
                     "}}}], \"output\": 0}",
                 "GraphDef attribute", "nests deeper");
-  ExpectRefused(R"({"dataset": )" + std::string(kDeep, '{'), "unclosed objects", "nests deeper");
-  ExpectRefused(R"({"dataset": [)" + kRange + ", " + deep + "]}", "chain stage", "nests deeper");
+  ExpectRefused(R"({"dataset": )" + std::string(kDeep, '{'), "unclosed objects",
+                "nests deeper");
+  ExpectRefused(R"({"dataset": [)" + kRange + ", " + deep + "]}", "chain stage",
+                "nests deeper");
   // Brackets inside strings do not count.
   auto ok = ParsePipelineSpec(R"({"description": ")" + std::string(kDeep, '[') +
                               R"(", "dataset": )" + kRange + "}");
@@ -54,8 +60,8 @@ TEST(HostileSpecTest, DeeplyNestedBracketsAnywhereAreRefused) {
 }
 
 TEST(HostileSpecTest, NestingWithinTheLimitGetsShortMessages) {
-  // Deep enough to be slow to print whole, shallow enough to be parsed: the messages quote
-  // a clipped snippet.
+  // Deep enough to be slow to print whole, shallow enough to be parsed: the messages
+  // quote a clipped snippet.
   const std::string deep = Nested(1500);
   ExpectRefused(R"({"dataset": {"op": "Range", "attrs": {"stop": )" + deep + "}}}",
                 "attribute value");
@@ -71,26 +77,38 @@ TEST(HostileSpecTest, NestingWithinTheLimitGetsShortMessages) {
   ExpectRefused(R"({"dataset": )" + kRange + R"(, "options": {")" + huge + R"(": 1}})",
                 "unknown option");
   ExpectRefused(R"({"dataset": {"op": "Range", "stop": )" + huge, "truncated JSON");
+  // A node 1,000 inputs deep with a bad field: the JSON path alone is 6 KB, so the
+  // message is cut.
+  std::string chain = R"({"op": "Range", "bad": 1})";
+  for (int i = 0; i < 999; ++i) {
+    chain = R"({"op": "Take", "attrs": {"count": 1}, "input": )" + chain + "}";
+  }
+  ExpectRefused(R"({"dataset": )" + chain + "}", "deep path", "more characters");
 }
 
 TEST(HostileSpecTest, DeeplyNestedGraphDefJsonIsAnError) {
-  auto r = DeserializeDataset(R"({"node": [{"id": 0, "op": "Range", "attr": {"stop": )" +
-                                  std::string(kDeep, '{'),
-                              GraphFormat::kJson);
+  auto r = DeserializeDataset(
+      R"({"node": [{"id": 0, "op": "Range", "attr": {"stop": )" + std::string(kDeep, '{'),
+      GraphFormat::kJson);
   EXPECT_FALSE(r.ok());
 }
 
-// Level 0 is Range(3) named n0; level k is select(Zip(level k-1, ref n(k-1))) named nk: each
-// level uses the one below twice (select keeps one component, so elements stay small).
+// Level 0 is Range(3) named n0; level k is select(Zip(level k-1, ref n(k-1))) named nk:
+// each level uses the one below twice (select keeps one component, so elements stay
+// small).
 std::string SharedDag(int depth, bool select) {
-  std::string node = R"({"op": "Range", "attrs": {"start": 0, "stop": 3, "step": 1}, "name": "n0"})";
+  std::string node =
+      R"({"op": "Range", "attrs": {"start": 0, "stop": 3, "step": 1}, "name": "n0"})";
   for (int k = 1; k <= depth; ++k) {
     const std::string prev = "n" + std::to_string(k - 1);
     const std::string name = "n" + std::to_string(k);
-    std::string zip = R"({"op": "Zip", "inputs": [)" + node + R"(, {"ref": ")" + prev + R"("}])";
+    std::string zip =
+        R"({"op": "Zip", "inputs": [)" + node + R"(, {"ref": ")" + prev + R"("}])";
     if (select) {
-      node = R"({"op": "Map", "function": {"kernel": "select", "attrs": {"indices": [0]}}, )"
-             R"("name": ")" + name + R"(", "input": )" + zip + "}}";
+      node =
+          R"({"op": "Map", "function": {"kernel": "select", "attrs": {"indices": [0]}}, )"
+          R"("name": ")" +
+          name + R"(", "input": )" + zip + "}}";
     } else {
       node = zip + R"(, "name": ")" + name + R"("})";
     }
@@ -103,7 +121,8 @@ TEST(HostileSpecTest, SharedNodesStayShared) {
   EXPECT_LT(spec.size(), 10000u);
   auto ds = ParsePipelineSpec(spec);
   ASSERT_TRUE(ds.ok()) << ds.status();
-  // Every walk visits a shared node once: cardinality, fingerprint, serializer, debug string.
+  // Every walk visits a shared node once: cardinality, fingerprint, serializer, debug
+  // string.
   EXPECT_EQ(ds->Cardinality(), 3);
   auto fp = DatasetFingerprint(*ds);
   ASSERT_TRUE(fp.ok()) << fp.status();
@@ -141,7 +160,8 @@ TEST(HostileSpecTest, HugeCardinalitiesDoNotOverflow) {
   Dataset d = Dataset::Range(int64_t{1} << 62);
   d = d.Concatenate(d).Concatenate(d);
   EXPECT_EQ(d.Cardinality(), kUnknownCardinality);
-  EXPECT_EQ(Dataset::Range(int64_t{1} << 62).Repeat(8).Cardinality(), kUnknownCardinality);
+  EXPECT_EQ(Dataset::Range(int64_t{1} << 62).Repeat(8).Cardinality(),
+            kUnknownCardinality);
 }
 
 }  // namespace

@@ -88,7 +88,8 @@ Result<int64_t> JsonInt(const Json& j) {
   }
   if (j.is_number_float()) {
     const double d = j.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d)) && std::abs(d) < 9.2e18) {
+    // Range first: converting an out-of-range double is undefined.
+    if (std::abs(d) < 9.2e18 && d == std::trunc(d)) {
       return static_cast<int64_t>(d);
     }
   }
@@ -662,9 +663,10 @@ Result<Dataset> ParsePipelineSpec(std::string_view text, std::string_view source
     // Ops and kernels quote the values they reject (an unknown compression, a file name):
     // whatever they echo, the message stays bounded.
     constexpr size_t kMaxMessage = 4096;
-    const std::string& m = r.status().message();
-    if (m.size() <= kMaxMessage) return r.status().WithContext(source);
-    return Status(r.status().code(),
+    const Status status = r.status();  // a copy: message() refers into it
+    const std::string& m = status.message();
+    if (m.size() <= kMaxMessage) return status.WithContext(source);
+    return Status(status.code(),
                   std::string(source) + ": " + m.substr(0, kMaxMessage) + "... (" +
                       std::to_string(m.size() - kMaxMessage) + " more characters)");
   }
