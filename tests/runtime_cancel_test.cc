@@ -1,8 +1,8 @@
 // Cancellation reaches loops that run without producing: every op whose GetNext can spin
 // over its input (filter, skip, shuffle fill, interleave over empty inner datasets, ...)
 // returns Cancelled promptly after Iterator::Cancel, and destroying an iterator whose
-// Prefetch runner spins in such a loop returns. Every wait here is bounded: a hang ends the
-// process with a message instead of blocking the test run.
+// Prefetch runner spins in such a loop returns. Every wait here is bounded: a hang ends
+// the process with a message instead of blocking the test run.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -34,18 +34,15 @@ T WaitOrDie(std::future<T>& f, const char* what) {
 }
 
 Function Never() {
-  return Function::Predicate("never",
-                             [](const Element&, FunctionContext&) -> Result<bool> {
-                               return false;
-                             });
+  return Function::Predicate(
+      "never", [](const Element&, FunctionContext&) -> Result<bool> { return false; });
 }
 Function Always() {
-  return Function::Predicate("always",
-                             [](const Element&, FunctionContext&) -> Result<bool> {
-                               return true;
-                             });
+  return Function::Predicate(
+      "always", [](const Element&, FunctionContext&) -> Result<bool> { return true; });
 }
-// A map that takes a millisecond per element, so buffering ops fill slowly (and boundedly).
+// A map that takes a millisecond per element, so buffering ops fill slowly (and
+// boundedly).
 Function Slow() {
   return Function::Map("slow", [](Element e, FunctionContext&) -> Result<Element> {
     std::this_thread::sleep_for(1ms);
@@ -54,7 +51,8 @@ Function Slow() {
 }
 Function Empty() {
   return Function::DatasetFunction(
-      "empty", [](Element, FunctionContext&) -> Result<Dataset> { return Dataset::Range(0); });
+      "empty",
+      [](Element, FunctionContext&) -> Result<Dataset> { return Dataset::Range(0); });
 }
 Dataset Endless() { return Dataset::Range(10).Repeat(); }
 Dataset NeverProduces() { return Endless().Filter(Never()); }
@@ -100,9 +98,7 @@ TEST(CancelTest, Skip) {
   ExpectCancelledBothWays(Endless().Filter(Always()).Skip(int64_t{1} << 62));
 }
 
-TEST(CancelTest, TakeOfSkip) {
-  ExpectCancelledBothWays(NeverProduces().Skip(5).Take(3));
-}
+TEST(CancelTest, TakeOfSkip) { ExpectCancelledBothWays(NeverProduces().Skip(5).Take(3)); }
 
 TEST(CancelTest, ShuffleFill) {
   ExpectCancelledBothWays(Endless().Map(Slow()).Shuffle(int64_t{1} << 30, 1));
@@ -116,13 +112,16 @@ TEST(CancelTest, ParallelInterleaveOfEmptyDatasets) {
   ExpectCancelledBothWays(Endless().Interleave(Empty(), 4, 1, 2));
 }
 
-TEST(CancelTest, FlatMapOfEmptyDatasets) { ExpectCancelledBothWays(Endless().FlatMap(Empty())); }
+TEST(CancelTest, FlatMapOfEmptyDatasets) {
+  ExpectCancelledBothWays(Endless().FlatMap(Empty()));
+}
 
 TEST(CancelTest, IgnoreErrors) {
   // Every element fails with its own message (not a loop that makes no progress).
-  Function fail = Function::Map("fail", [](Element e, FunctionContext& ctx) -> Result<Element> {
-    return DataLossError("bad element " + std::to_string(ctx.position()));
-  });
+  Function fail =
+      Function::Map("fail", [](Element e, FunctionContext& ctx) -> Result<Element> {
+        return DataLossError("bad element " + std::to_string(ctx.position()));
+      });
   ExpectCancelledBothWays(Endless().Map(fail).IgnoreErrors());
 }
 
@@ -135,10 +134,10 @@ TEST(CancelTest, GroupByWindowFilling) {
     return Element{Tensor::Scalar<int64_t>(0)};
   });
   Function reduce = Function::DatasetFunction(
-      "batch", [](Element e, FunctionContext&) -> Result<Dataset> {
-        return Dataset::Range(1);
-      });
-  ExpectCancelledBothWays(Endless().Map(Slow()).GroupByWindow(key, reduce, int64_t{1} << 30));
+      "batch",
+      [](Element e, FunctionContext&) -> Result<Dataset> { return Dataset::Range(1); });
+  ExpectCancelledBothWays(
+      Endless().Map(Slow()).GroupByWindow(key, reduce, int64_t{1} << 30));
 }
 
 TEST(CancelTest, WindowFilling) {
@@ -146,9 +145,8 @@ TEST(CancelTest, WindowFilling) {
 }
 
 TEST(CancelTest, MapAndFilter) {
-  Function id = Function::Map("id", [](Element e, FunctionContext&) -> Result<Element> {
-    return e;
-  });
+  Function id = Function::Map(
+      "id", [](Element e, FunctionContext&) -> Result<Element> { return e; });
   // The optimizer fuses the two into ParallelMapAndFilter (map_parallelization on) or
   // MapAndFilter (off); check that each case ran.
   for (bool parallel : {true, false}) {
@@ -191,9 +189,8 @@ TEST(CancelTest, DestroyWithPrefetchRoot) {
     t.join();
     EXPECT_EQ(s.code(), StatusCode::kCancelled) << s;
     // The destructor joins the runner, which must have left FilterIterator's loop.
-    std::future<void> destroyed = std::async(std::launch::async, [it = std::move(it)]() mutable {
-      it.reset();
-    });
+    std::future<void> destroyed =
+        std::async(std::launch::async, [it = std::move(it)]() mutable { it.reset(); });
     WaitOrDie(destroyed, "destroying the iterator");
   }
 }
