@@ -187,6 +187,7 @@ TEST(CancelTest, DestroyWithPrefetchRoot) {
     it->Cancel();
     Status s = WaitOrDie(got, "GetNext on a Prefetch root");
     t.join();
+    task.reset();  // the async destroyer below must hold the last reference
     EXPECT_EQ(s.code(), StatusCode::kCancelled) << s;
     // The destructor joins the runner, which must have left FilterIterator's loop.
     std::future<void> destroyed =
