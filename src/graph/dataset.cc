@@ -8,6 +8,7 @@
 
 #include "autotune/autotuner.h"
 #include "graph/registry.h"
+#include "graph/serialize_internal.h"
 #include "optimizer/optimizer.h"
 #include "runtime/exception_status.h"
 #include "runtime/iterator_base.h"
@@ -467,10 +468,22 @@ struct IteratorCalls {
   // Guards root_ against Restore replacing it while Cancel/Stats/Snapshot (any thread)
   // walk it. GetNext/Save/Restore are called by one thread at a time and need no lock.
   std::mutex root_mu;
+  // PipelineFingerprint of the graph, computed by the first Save/Restore (which are
+  // called by one thread at a time).
+  std::string fingerprint;
 };
 
 namespace {
 constexpr std::string_view kRootPrefix = "Root";
+// What Iterator::Save writes under Root besides the tree: 2 adds "version" and
+// "fingerprint" (1 had neither). See docs/checkpointing.md.
+constexpr int64_t kCheckpointVersion = 2;
+
+const std::string& CachedFingerprint(IteratorCalls* calls,
+                                     const std::shared_ptr<const DatasetNode>& graph) {
+  if (calls->fingerprint.empty()) calls->fingerprint = PipelineFingerprint(graph);
+  return calls->fingerprint;
+}
 IteratorContext RootContext(int64_t instance, Runtime* rt) {
   IteratorContext ctx;
   ctx.seed_mix = Mix64(static_cast<uint64_t>(instance));
@@ -593,6 +606,8 @@ Result<std::optional<Element>> Iterator::GetNext() {
 Result<std::string> Iterator::Save() try {
   ActiveCall call(calls_.get());
   CheckpointWriter w;
+  w.WriteInt(kRootPrefix, "version", kCheckpointVersion);
+  w.WriteString(kRootPrefix, "fingerprint", CachedFingerprint(calls_.get(), dataset_));
   w.WriteInt(kRootPrefix, "instance", instance_);
   w.WriteString(kRootPrefix, "op", dataset_->op());
   SLUICE_RETURN_IF_ERROR(root_->Save(&w));
@@ -608,6 +623,23 @@ Status Iterator::Restore(std::string_view checkpoint) try {
   if (op != dataset_->op()) {
     return InvalidArgumentError("checkpoint is of a pipeline ending in '" + op +
                                 "', this one ends in '" + dataset_->op() + "'");
+  }
+  // Version 1 checkpoints carry no fingerprint; they restore as before.
+  if (r.Contains(kRootPrefix, "version")) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t version, r.ReadInt(kRootPrefix, "version"));
+    if (version < 2 || version > kCheckpointVersion) {
+      return InvalidArgumentError("checkpoint format version " + std::to_string(version) +
+                                  " is not supported (this build reads 1.." +
+                                  std::to_string(kCheckpointVersion) + ")");
+    }
+    SLUICE_ASSIGN_OR_RETURN(std::string saved, r.ReadString(kRootPrefix, "fingerprint"));
+    if (saved != CachedFingerprint(calls_.get(), dataset_)) {
+      return FailedPreconditionError(
+          "the checkpoint was taken from a different pipeline (its fingerprint is " +
+          saved.substr(0, 64) + ", this pipeline's is " +
+          CachedFingerprint(calls_.get(), dataset_) +
+          "): restore it into an iterator of the pipeline that saved it");
+    }
   }
   SLUICE_ASSIGN_OR_RETURN(int64_t instance, r.ReadInt(kRootPrefix, "instance"));
   // Rebuild the tree with the saved instance so per-iteration seeds match.

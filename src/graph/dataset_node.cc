@@ -1,24 +1,45 @@
 #include "graph/dataset_node.h"
 
+#include <algorithm>
+
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 
 namespace sluice {
 
 DatasetNode::DatasetNode(std::string op, OpArgs args, ElementSpec spec)
-    : op_(std::move(op)), args_(std::move(args)), spec_(std::move(spec)) {}
+    : op_(std::move(op)), args_(std::move(args)), spec_(std::move(spec)) {
+  constexpr int64_t kCap = int64_t{1} << 62;
+  for (const DatasetPtr& in : args_.inputs) {
+    if (in) iterator_count_ = std::min(kCap, iterator_count_ + in->iterator_count_);
+  }
+}
 
 DatasetNode::~DatasetNode() = default;
 
 bool DatasetNode::IsReplayable() const {
-  for (const DatasetPtr& in : args_.inputs) {
-    if (!in->IsReplayable()) return false;
+  int cached = replayable_.load(std::memory_order_relaxed);
+  if (cached < 0) {
+    cached = 1;
+    for (const DatasetPtr& in : args_.inputs) {
+      if (!in->IsReplayable()) cached = 0;
+      if (cached == 0) break;
+    }
+    replayable_.store(cached, std::memory_order_relaxed);
   }
-  return true;
+  return cached == 1;
 }
 
 Result<IteratorPtr> DatasetNode::MakeIterator(const IteratorContext& ctx,
                                                                 const std::string& prefix) const {
+  if (iterator_count_ > kMaxIteratorTree) {
+    return ResourceExhaustedError(
+        "an iterator over '" + op_ + "' would need " +
+        (iterator_count_ >= (int64_t{1} << 62) ? std::string("more than 2^62")
+                                               : std::to_string(iterator_count_)) +
+        " iterators (more than " + std::to_string(kMaxIteratorTree) +
+        "): the graph uses shared nodes so many times that each use's iterator does not fit");
+  }
   SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, MakeIteratorInternal(ctx, prefix));
   const Runtime* rt = ctx.runtime();
   it->node_id_ = rt->NodeId(this);
@@ -61,13 +82,18 @@ int64_t CardinalityTimes(int64_t c, int64_t count) {
   if (count == 0 || c == 0) return 0;
   if (c == kUnknownCardinality) return kUnknownCardinality;
   if (count < 0 || c == kInfiniteCardinality) return kInfiniteCardinality;
-  return c * count;
+  int64_t product;
+  // Too many to count is not infinite: unknown is never wrong.
+  if (__builtin_mul_overflow(c, count, &product)) return kUnknownCardinality;
+  return product;
 }
 
 int64_t CardinalityPlus(int64_t a, int64_t b) {
   if (a == kInfiniteCardinality || b == kInfiniteCardinality) return kInfiniteCardinality;
   if (a == kUnknownCardinality || b == kUnknownCardinality) return kUnknownCardinality;
-  return a + b;
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) return kUnknownCardinality;
+  return sum;
 }
 
 }  // namespace sluice

@@ -56,7 +56,16 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   // contents. Default: every input is replayable and no function is random... random
   // functions are keyed by position, so they replay too; only non-replayable sources
   // (generators, remote streams) override this to return false.
+  // The default asks each input once per node (cached), so shared nodes cost one visit.
   virtual bool IsReplayable() const;
+
+  // How many iterators a tree over this node has statically: 1 + the inputs' counts
+  // (saturating; a node shared by k consumers counts k times, since each gets its own
+  // iterator). Computed at construction. MakeIterator refuses trees larger than
+  // kMaxIteratorTree with ResourceExhausted: a small graph of shared nodes (Zip(a, a)
+  // repeated) can ask for more iterators than memory holds.
+  int64_t iterator_count() const { return iterator_count_; }
+  static constexpr int64_t kMaxIteratorTree = 100000;
 
   // Creates an iterator at `prefix` (its unique path in the iterator tree).
   Result<IteratorPtr> MakeIterator(const IteratorContext& ctx,
@@ -77,6 +86,8 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   OpArgs args_;
   ElementSpec spec_;
   mutable std::atomic<int64_t> instances_{0};
+  int64_t iterator_count_ = 1;
+  mutable std::atomic<int> replayable_{-1};  // IsReplayable's cache: -1 unknown, 0, 1
 };
 
 // The id of every node of the graph under `root`: its position in the GraphDef that

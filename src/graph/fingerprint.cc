@@ -119,17 +119,21 @@ void HashAttrs(const AttrMap& attrs, Hasher* h) {
 
 using Digest = std::pair<uint64_t, uint64_t>;
 
-Result<Digest> HashNode(const DatasetPtr& node, std::map<const DatasetNode*, Digest>* memo) {
+// `local_ok`: local callables enter by their name (PipelineFingerprint) instead of
+// failing.
+Result<Digest> HashNode(const DatasetPtr& node,
+                        std::map<const DatasetNode*, Digest>* memo,
+                        bool local_ok = false) {
   auto it = memo->find(node.get());
   if (it != memo->end()) return it->second;
-  SLUICE_RETURN_IF_ERROR(CheckFunctionsSerializable(*node));
+  if (!local_ok) SLUICE_RETURN_IF_ERROR(CheckFunctionsSerializable(*node));
   Hasher h;
   h.Str("sluice.node.v1");
   h.Str(node->op());
   HashAttrs(node->attrs(), &h);
   h.U64(node->inputs().size());
   for (const DatasetPtr& in : node->inputs()) {
-    SLUICE_ASSIGN_OR_RETURN(Digest d, HashNode(in, memo));
+    SLUICE_ASSIGN_OR_RETURN(Digest d, HashNode(in, memo, local_ok));
     h.U64(d.first);
     h.U64(d.second);
   }
@@ -138,9 +142,19 @@ Result<Digest> HashNode(const DatasetPtr& node, std::map<const DatasetNode*, Dig
     h.Str(f.name());
     HashAttrs(f.attrs(), &h);
   }
+  // Local callables declare no attributes: their output types tell casts apart.
+  if (local_ok) h.Str(node->element_spec().ToString());
   Digest d = h.Finish();
   memo->emplace(node.get(), d);
   return d;
+}
+
+std::string Hex(const Digest& d) {
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
+                static_cast<unsigned long long>(d.first),
+                static_cast<unsigned long long>(d.second));
+  return std::string(buf);
 }
 
 }  // namespace
@@ -149,10 +163,13 @@ Result<std::string> DatasetFingerprint(const Dataset& dataset) {
   SLUICE_RETURN_IF_ERROR(dataset.status());
   std::map<const DatasetNode*, Digest> memo;
   SLUICE_ASSIGN_OR_RETURN(Digest d, HashNode(dataset.node(), &memo));
-  char buf[33];
-  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(d.first),
-                static_cast<unsigned long long>(d.second));
-  return std::string(buf);
+  return Hex(d);
+}
+
+std::string PipelineFingerprint(const DatasetPtr& node) {
+  std::map<const DatasetNode*, Digest> memo;
+  Result<Digest> d = HashNode(node, &memo, /*local_ok=*/true);
+  return d.ok() ? Hex(*d) : std::string();
 }
 
 }  // namespace sluice

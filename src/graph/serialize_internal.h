@@ -18,6 +18,11 @@ namespace sluice {
 // names the op and the function and lists the registered kernels.
 Status CheckFunctionsSerializable(const DatasetNode& node);
 
+// DatasetFingerprint of any graph: a local callable (not serializable) enters by its
+// name, so two pipelines built alike (seeds aside) by the same program agree. What
+// checkpoints record to recognize the pipeline they were taken from.
+std::string PipelineFingerprint(const DatasetPtr& node);
+
 // The dataset's graph (nodes in topological order, shared nodes once) and options.
 Result<graph::GraphDef> DatasetToGraphDef(const Dataset& dataset);
 // Validates and rebuilds; see DeserializeDataset in sluice/serialize.h for the checks.

@@ -26,6 +26,56 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Specs nest a level of JSON per graph level (an "input" object), plus a few for attributes.
+constexpr int kMaxJsonDepth = 2 * kMaxGraphDepth + 64;
+// Error messages quote at most this many characters of what the user wrote.
+constexpr size_t kMaxQuoted = 48;
+
+// `s` cut to kMaxQuoted characters ("..." marks a cut).
+std::string Clip(std::string_view s) {
+  if (s.size() <= kMaxQuoted) return std::string(s);
+  return std::string(s.substr(0, kMaxQuoted - 3)) + "...";
+}
+
+// A JSON value for an error message. The nesting depth is bounded by ParsePipelineSpec's
+// pre-scan, so dump()'s recursion is too.
+std::string Snippet(const Json& j) { return Clip(j.dump()); }
+
+// Op and kernel names are short; a long one is refused here rather than quoted in full by
+// the registry's "unknown op" message.
+Status CheckName(std::string_view what, std::string_view name) {
+  if (name.size() <= 128) return Status::OK();
+  return NotFoundError("unknown " + std::string(what) + " '" + Clip(name) + "' (" +
+                       std::to_string(name.size()) + " characters)");
+}
+
+// Where `text` nests arrays and objects deeper than `limit` (the offset of the bracket
+// that does), or -1. Brackets inside strings do not count.
+int64_t FindTooDeep(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return static_cast<int64_t>(i);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return -1;
+}
+
 // Attribute type names as attr.h's AttrTypeName spells them.
 Result<AttrValue> ConvertTo(const Json& j, std::string_view type);
 
@@ -33,27 +83,28 @@ Result<int64_t> JsonInt(const Json& j) {
   if (j.is_number_integer()) return j.get<int64_t>();
   if (j.is_number_unsigned()) {
     if (j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      return InvalidArgumentError("integer " + j.dump() + " is out of range");
+      return InvalidArgumentError("integer " + Snippet(j) + " is out of range");
     }
     return static_cast<int64_t>(j.get<uint64_t>());
   }
   if (j.is_number_float()) {
     const double d = j.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d)) && std::abs(d) < 9.2e18) {
+    // Range first: converting an out-of-range double is undefined.
+    if (std::abs(d) < 9.2e18 && d == std::trunc(d)) {
       return static_cast<int64_t>(d);
     }
   }
-  return InvalidArgumentError("expected an integer, got " + j.dump());
+  return InvalidArgumentError("expected an integer, got " + Snippet(j));
 }
 
 Result<double> JsonDouble(const Json& j) {
   if (j.is_number()) return j.get<double>();
-  return InvalidArgumentError("expected a number, got " + j.dump());
+  return InvalidArgumentError("expected a number, got " + Snippet(j));
 }
 
 Result<std::string> JsonString(const Json& j) {
   if (j.is_string()) return j.get<std::string>();
-  return InvalidArgumentError("expected a string, got " + j.dump());
+  return InvalidArgumentError("expected a string, got " + Snippet(j));
 }
 
 Result<DType> JsonDType(const Json& j) {
@@ -66,7 +117,7 @@ Result<PartialShape> JsonShape(const Json& j) {
   if (j.is_null() || (j.is_string() && j.get<std::string>() == "unknown")) {
     return PartialShape::UnknownRank();
   }
-  if (!j.is_array()) return InvalidArgumentError("expected a shape (a list of dims), got " + j.dump());
+  if (!j.is_array()) return InvalidArgumentError("expected a shape (a list of dims), got " + Snippet(j));
   if (j.size() > static_cast<size_t>(kMaxTensorRank)) {
     return InvalidArgumentError("shape rank exceeds " + std::to_string(kMaxTensorRank));
   }
@@ -85,7 +136,7 @@ Result<PartialShape> JsonShape(const Json& j) {
 
 template <typename T, typename F>
 Result<std::vector<T>> JsonList(const Json& j, F&& each) {
-  if (!j.is_array()) return InvalidArgumentError("expected a list, got " + j.dump());
+  if (!j.is_array()) return InvalidArgumentError("expected a list, got " + Snippet(j));
   std::vector<T> out;
   for (const Json& e : j) {
     SLUICE_ASSIGN_OR_RETURN(T v, each(e));
@@ -101,13 +152,13 @@ Result<DType> InferTensorDType(const Json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return DType::kInt64;
   if (v.is_number_float()) return DType::kFloat32;
   if (v.is_string()) return DType::kString;
-  return InvalidArgumentError("cannot infer a tensor dtype from " + v.dump());
+  return InvalidArgumentError("cannot infer a tensor dtype from " + Snippet(v));
 }
 
 Status SetTensorValue(Tensor* t, int64_t i, const Json& v) {
   switch (t->dtype()) {
     case DType::kBool:
-      if (!v.is_boolean()) return InvalidArgumentError("expected a bool, got " + v.dump());
+      if (!v.is_boolean()) return InvalidArgumentError("expected a bool, got " + Snippet(v));
       t->mutable_data<bool>()[i] = v.get<bool>();
       return Status::OK();
     case DType::kString: {
@@ -163,7 +214,7 @@ Result<Tensor> JsonTensor(const Json& j) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
       if (k != "dtype" && k != "shape" && k != "values") {
-        return InvalidArgumentError("unknown tensor field '" + k + "' (dtype, shape, values)");
+        return InvalidArgumentError("unknown tensor field '" + Clip(k) + "' (dtype, shape, values)");
       }
     }
     if (!j.contains("values")) return InvalidArgumentError("tensor needs \"values\"");
@@ -217,7 +268,7 @@ Result<Tensor> JsonTensor(const Json& j) {
 
 Result<AttrValue> ConvertTo(const Json& j, std::string_view type) {
   if (type == "bool") {
-    if (!j.is_boolean()) return InvalidArgumentError("expected a bool, got " + j.dump());
+    if (!j.is_boolean()) return InvalidArgumentError("expected a bool, got " + Snippet(j));
     return AttrValue(j.get<bool>());
   }
   if (type == "int") {
@@ -295,7 +346,7 @@ Result<AttrValue> InferAttr(const Json& j) {
       std::string forms;
       for (const auto& [k, t] : TypedForms()) forms += (forms.empty() ? "" : ", ") + k;
       return InvalidArgumentError("an object attribute value must have one key naming its type (" +
-                                  forms + "), got " + j.dump());
+                                  forms + "), got " + Snippet(j));
     }
     return ConvertTo(j.begin().value(), TypedForms().find(j.begin().key())->second);
   }
@@ -313,7 +364,7 @@ Result<AttrValue> InferAttr(const Json& j) {
     if (all_arr) return ConvertTo(j, "list(shape)");
     return ConvertTo(j, "list(tensor)");
   }
-  return InvalidArgumentError("cannot type the attribute value " + j.dump());
+  return InvalidArgumentError("cannot type the attribute value " + Snippet(j));
 }
 
 // Attributes typed by the op's or kernel's declared types (graph/op_def.h): the user's
@@ -340,7 +391,7 @@ Result<AttrMap> ParseAttrs(const Json& j, const std::vector<AttrDef>& defs) {
                               : InferAttr(value);
     if (!v.ok()) {
       return v.status().WithContext(
-          "attribute '" + name + "'" +
+          "attribute '" + Clip(name) + "'" +
           (def != nullptr ? " (" + std::string(AttrTypeName(def->type)) + ")" : ""));
     }
     attrs[name] = std::move(v).value();
@@ -349,18 +400,22 @@ Result<AttrMap> ParseAttrs(const Json& j, const std::vector<AttrDef>& defs) {
 }
 
 Result<Function> ParseFunction(const Json& j) {
-  if (j.is_string()) return Function::Kernel(j.get<std::string>(), {});
+  if (j.is_string()) {
+    SLUICE_RETURN_IF_ERROR(CheckName("kernel", j.get<std::string>()));
+    return Function::Kernel(j.get<std::string>(), {});
+  }
   if (!j.is_object() || !j.contains("kernel") || !j["kernel"].is_string()) {
     return InvalidArgumentError(
-        "a function is a kernel name or {\"kernel\": name, \"attrs\": {...}}, got " + j.dump());
+        "a function is a kernel name or {\"kernel\": name, \"attrs\": {...}}, got " + Snippet(j));
   }
   for (const auto& [k, v] : j.items()) {
     if (k != "kernel" && k != "attrs") {
-      return InvalidArgumentError("unknown function field '" + k + "' (kernel, attrs)");
+      return InvalidArgumentError("unknown function field '" + Clip(k) + "' (kernel, attrs)");
     }
   }
   const Json raw = j.value("attrs", Json::object());
   const std::string name = j["kernel"].get<std::string>();
+  SLUICE_RETURN_IF_ERROR(CheckName("kernel", name));
   const KernelDef* def = Registry::Global().FindKernel(name);
   auto attrs = ParseAttrs(raw, def ? def->attrs() : std::vector<AttrDef>{});
   if (!attrs.ok()) return attrs.status().WithContext("kernel " + name);
@@ -410,7 +465,7 @@ class SpecParser {
     }
     if (!j.is_object()) {
       return InvalidArgumentError("a dataset must be an object (or a list of stages), got " +
-                                  j.dump());
+                                  Snippet(j));
     }
     if (prev != nullptr && j.contains("input")) {
       return InvalidArgumentError("a stage of a chain takes its input from the stage before it; "
@@ -423,7 +478,7 @@ class SpecParser {
       }
       auto it = named_.find(j["ref"].get<std::string>());
       if (it == named_.end()) {
-        return NotFoundError("no dataset named '" + j["ref"].get<std::string>() +
+        return NotFoundError("no dataset named '" + Clip(j["ref"].get<std::string>()) +
                              "' was defined before this reference");
       }
       return it->second;
@@ -432,7 +487,7 @@ class SpecParser {
                                                   "function", "functions", "name", "comment"};
     for (const auto& [k, v] : j.items()) {
       if (!kFields.count(k)) {
-        return InvalidArgumentError("unknown field '" + k +
+        return InvalidArgumentError("unknown field '" + Clip(k) +
                                     "' (op, attrs, input, inputs, function, functions, name, "
                                     "comment; or ref)");
       }
@@ -447,6 +502,7 @@ class SpecParser {
       return InvalidArgumentError("give \"function\" or \"functions\", not both");
     }
     const std::string op = j["op"].get<std::string>();
+    SLUICE_RETURN_IF_ERROR(CheckName("op", op));
     std::vector<DatasetPtr> inputs;
     if (prev != nullptr) inputs.push_back(prev->node());
     if (j.contains("input")) {
@@ -481,7 +537,7 @@ class SpecParser {
     if (j.contains("name")) {
       if (!j["name"].is_string()) return InvalidArgumentError("\"name\" must be a string");
       if (!named_.emplace(j["name"].get<std::string>(), ds).second) {
-        return InvalidArgumentError("dataset name '" + j["name"].get<std::string>() +
+        return InvalidArgumentError("dataset name '" + Clip(j["name"].get<std::string>()) +
                                     "' is defined twice");
       }
     }
@@ -521,7 +577,7 @@ Result<Options> ParseOptions(const Json& j) {
         } else if (ak == "initial_parallelism") {
           SLUICE_ASSIGN_OR_RETURN(o.autotune.initial_parallelism, get_int(av, key));
         } else {
-          return InvalidArgumentError("unknown option '" + key +
+          return InvalidArgumentError("unknown option '" + Clip(key) +
                                       "' (enabled, cpu_budget, ram_budget, initial_parallelism)");
         }
       }
@@ -570,7 +626,7 @@ Result<Options> ParseOptions(const Json& j) {
             std::move(roots);
       }
     } else {
-      return InvalidArgumentError("unknown option '" + k +
+      return InvalidArgumentError("unknown option '" + Clip(k) +
                                   "' (deterministic, inline_execution, autotune: {...}, "
                                   "optimization: {...}, threading: {...}, files: {...})");
     }
@@ -591,12 +647,12 @@ Result<Dataset> ParseSpec(const Json& j) {
   if (j.contains("op")) return SpecParser().Node(j, "dataset", 0);
   for (const auto& [k, v] : j.items()) {
     if (k != "version" && k != "options" && k != "dataset" && k != "description") {
-      return InvalidArgumentError("unknown top-level field '" + k +
+      return InvalidArgumentError("unknown top-level field '" + Clip(k) +
                                   "' (version, description, options, dataset)");
     }
   }
   if (j.contains("version") && j["version"] != 1) {
-    return InvalidArgumentError("spec version " + j["version"].dump() + " is not supported (1)");
+    return InvalidArgumentError("spec version " + Snippet(j["version"]) + " is not supported (1)");
   }
   if (!j.contains("dataset")) return InvalidArgumentError("a spec needs \"dataset\"");
   // Options first: ops that touch files while being built (ListFiles, ImageFolder, Idx,
@@ -615,14 +671,33 @@ Result<Dataset> ParseSpec(const Json& j) {
 }  // namespace
 
 Result<Dataset> ParsePipelineSpec(std::string_view text, std::string_view source) {
+  // nlohmann's dump() and this loader's walk recurse per level: refuse deep nesting first.
+  if (int64_t at = FindTooDeep(text, kMaxJsonDepth); at >= 0) {
+    return InvalidArgumentError(std::string(source) + ": JSON nests deeper than " +
+                                std::to_string(kMaxJsonDepth) + " levels at byte offset " +
+                                std::to_string(at));
+  }
   Json j;
   try {
     j = Json::parse(text.begin(), text.end());
   } catch (const Json::exception& e) {
-    return InvalidArgumentError(std::string(source) + ": not valid JSON: " + e.what());
+    // nlohmann quotes the last token read, which may be long.
+    std::string what = e.what();
+    if (what.size() > 160) what = what.substr(0, 157) + "...";
+    return InvalidArgumentError(std::string(source) + ": not valid JSON: " + what);
   }
   auto r = ParseSpec(j);
-  if (!r.ok()) return r.status().WithContext(source);
+  if (!r.ok()) {
+    // Ops and kernels quote the values they reject (an unknown compression, a file name):
+    // whatever they echo, the message stays bounded.
+    constexpr size_t kMaxMessage = 4096;
+    const Status status = r.status();  // a copy: message() refers into it
+    const std::string& m = status.message();
+    if (m.size() <= kMaxMessage) return status.WithContext(source);
+    return Status(status.code(),
+                  std::string(source) + ": " + m.substr(0, kMaxMessage) + "... (" +
+                      std::to_string(m.size() - kMaxMessage) + " more characters)");
+  }
   return r;
 }
 

@@ -117,13 +117,14 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
         for (size_t c = 0; c < out.size(); ++c) slots[c] = out[c].SubTensor(r);
         fctx.OfferOutputSlots(slots);
       }
+      const ElementSource source(row);
       Status s = fn_.Apply(&row, fctx);
       if (!s.ok()) {
         // The batch fails; the lowest failed row's error is the one reported. Returning
         // OK keeps the buffer from recording a scheduling-dependent "first" error.
         std::lock_guard<std::mutex> l(u->mu);
         if (u->status_row < 0 || r < u->status_row) {
-          u->status = std::move(s);
+          u->status = ElementError(s, u->first_position + r, source);
           u->status_row = r;
         }
         return Status::OK();

@@ -31,6 +31,46 @@ int64_t BatchCardinality(int64_t input, int64_t batch_size, bool drop_remainder)
   return drop_remainder ? input / batch_size : (input + batch_size - 1) / batch_size;
 }
 
+namespace {
+
+// A scalar string that reads like a file path: printable, short, with a '/' or an
+// extension. Raw records and encoded images are not.
+bool LooksLikePath(const Tensor& t) {
+  if (!t.valid() || t.dtype() != DType::kString || t.num_elements() != 1) return false;
+  const std::string& s = t.flat<std::string>()[0];
+  if (s.empty() || s.size() > 1024) return false;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  const size_t dot = s.rfind('.');
+  const bool extension =
+      dot != std::string::npos && dot + 1 < s.size() && s.size() - dot <= 6;
+  return s.find('/') != std::string::npos || extension;
+}
+
+}  // namespace
+
+ElementSource::ElementSource(const Element& e) {
+  int n = 0;
+  for (const Tensor& t : e.tensors()) {
+    if (t.dtype() != DType::kString || t.rank() != 0) continue;
+    strings[n++] = t;
+    if (n == 2) break;
+  }
+}
+
+Status ElementError(const Status& s, int64_t position, const ElementSource& source) {
+  std::string where = "element " + std::to_string(position) + " of the input";
+  for (const Tensor& t : source.strings) {
+    if (!LooksLikePath(t)) continue;
+    std::string path = t.flat<std::string>()[0];
+    if (path.size() > 120) path = "..." + path.substr(path.size() - 117);
+    where += " ('" + path + "')";
+    break;
+  }
+  return s.WithContext(where);
+}
+
 Status ReadBatchRows(IteratorBase* input, int64_t batch_size,
                      std::vector<Element>* rows) {
   rows->clear();

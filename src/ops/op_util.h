@@ -15,6 +15,19 @@ ElementSpec BatchedSpec(const ElementSpec& spec, int64_t batch);
 // The spec of one row of `spec` (drops dimension 0).
 ElementSpec UnbatchedSpec(const ElementSpec& spec);
 
+// What ElementError may quote of an element, taken before a function consumes it: handles
+// (no byte copies) of its first two scalar string components. Cheap: elements without
+// string scalars cost a look at each component's dtype.
+struct ElementSource {
+  explicit ElementSource(const Element& e);
+  Tensor strings[2];
+};
+// `s`, the error of a map function on the element at `position` of the op's input, with
+// that position ("element 12 of the input") and, when one of `source`'s strings looks
+// like a file path, that path (clipped). Map, parallel Map and MapAndBatch use it, so
+// that the failures of two elements read alike only when they are the same element's.
+Status ElementError(const Status& s, int64_t position, const ElementSource& source);
+
 // Batch-shaped ops (batch, padded_batch).
 //
 // The number of batches of `batch_size` (> 0) made from `input` elements; negative

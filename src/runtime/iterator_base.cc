@@ -71,12 +71,20 @@ Result<std::optional<Element>> IteratorBase::GetNextSpanned() {
 }
 
 void IteratorBase::Cancel() {
+  // Set before walking the children: MakeChild links a child, then cancels it if this
+  // flag is set, so a child made concurrently is reached one way or the other.
+  cancelled_.store(true, std::memory_order_seq_cst);
   std::lock_guard<std::mutex> l(children_mu_);
   for (IteratorBase* c : children_) c->Cancel();
 }
 
+Status IteratorBase::CancelledStatus() const {
+  return AddContext(CancelledError("iterator cancelled"));
+}
+
 Result<int64_t> IteratorBase::Skip(int64_t n) {
   if (n <= 0) return int64_t{0};
+  if (cancelled()) return CancelledStatus();
   auto r = SkipInternal(n);
   if (!r.ok()) return AddContext(r.status());
   return r;
@@ -85,6 +93,7 @@ Result<int64_t> IteratorBase::Skip(int64_t n) {
 Result<int64_t> IteratorBase::SkipInternal(int64_t n) {
   int64_t done = 0;
   while (done < n) {
+    SLUICE_RETURN_IF_ERROR(CheckCancelled());
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, GetNextInternal());
     if (!e) break;
     ++done;
@@ -123,6 +132,7 @@ Result<IteratorPtr> IteratorBase::MakeChild(const DatasetPtr& node,
   p += ']';
   SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, node->MakeIterator(ctx, p));
   Link(it.get());
+  if (cancelled_.load(std::memory_order_seq_cst)) it->Cancel();
   return it;
 }
 

@@ -68,14 +68,18 @@ class IteratorBase {
   // Called once by DatasetNode::MakeIterator after construction: create input iterators.
   virtual Status Initialize(const IteratorContext& ctx) { return Status::OK(); }
 
+  // Returns Cancelled once the iterator is cancelled (a relaxed load per call), so a loop
+  // that calls its input until something comes out stops when the pipeline is cancelled.
   Result<std::optional<Element>> GetNext() {
     // One named return object (NRVO), initialized from either prvalue: a second return
     // path would cost a Result move per call per operator, most of the per-element budget.
-    // The span hook (src/runtime/span.h) is one predictable branch when no recorder is
-    // attached.
-    Result<std::optional<Element>> r = spans_ != nullptr       ? GetNextSpanned()
-                                       : stats_.ShouldSample() ? GetNextTimed()
-                                                               : GetNextInternal();
+    // A cancelled iterator returns Cancelled; the span hook (src/runtime/span.h) is one
+    // predictable branch when no recorder is attached.
+    Result<std::optional<Element>> r =
+        cancelled()             ? Result<std::optional<Element>>(CancelledStatus())
+        : spans_ != nullptr     ? GetNextSpanned()
+        : stats_.ShouldSample() ? GetNextTimed()
+                                : GetNextInternal();
     if (r.ok()) [[likely]] {
       if (r->has_value()) stats_.CountProduced();
     } else {
@@ -105,7 +109,11 @@ class IteratorBase {
   // Stops background work and wakes blocked calls (which return Cancelled), in this
   // iterator and all its descendants. Thread-safe; idempotent. Asynchronous iterators
   // override it (and call the base to reach their children); their destructors call it.
+  // The base sets cancelled() first; children made later by MakeChild start cancelled.
   virtual void Cancel();
+  // True once Cancel has been called here or on an ancestor. GetNext and Skip then return
+  // Cancelled; loops that can run long without calling them check it (CheckCancelled).
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
   // True for iterators that call their inputs on their own threads, not inside GetNext
   // (the stats plane then does not subtract the inputs' time from theirs).
   virtual bool async() const { return false; }
@@ -156,8 +164,14 @@ class IteratorBase {
                                                   size_t i = 0) const;
   // Prefixes `s` with this iterator's op and prefix unless it already names it.
   Status AddContext(const Status& s) const;
+  // Cancelled when cancelled(), else OK: for loops that may run without producing.
+  Status CheckCancelled() const {
+    return cancelled() ? CancelledStatus() : Status::OK();
+  }
 
  private:
+  // The error of a cancelled iterator.
+  Status CancelledStatus() const;
   // GetNextInternal, timed for the stats plane (a sampled call).
   Result<std::optional<Element>> GetNextTimed();
   // GetNextInternal reported to the span recorder (sampled for the stats plane as usual).
@@ -175,6 +189,7 @@ class IteratorBase {
   mutable std::mutex children_mu_;
   mutable std::vector<IteratorBase*> children_;  // GUARDED_BY(children_mu_)
   mutable IteratorBase* parent_ = nullptr;
+  std::atomic<bool> cancelled_{false};
 };
 
 // UnaryIterator: the base of iterators with exactly one input that is created at

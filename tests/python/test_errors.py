@@ -117,3 +117,57 @@ def test_misspelled_kernel_attribute_names_the_valid_one():
         sluice.kernel("normalize", mean=[0.5], std=[0.5], layuot="HWC")
     with pytest.raises(sluice.NotFoundError, match=r"did you mean 'normalize'\?"):
         sluice.kernel("normalise", mean=[0.5], std=[0.5])
+
+
+NEVER_SCRIPT = textwrap.dedent("""
+    import signal, sys, threading, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import sluice
+
+    # A filter that never lets anything through, over an endless input: the pipeline
+    # thread loops inside the filter without ever producing.
+    ds = sluice.data.Dataset.range(10).repeat().filter(lambda x: False)
+    if sys.argv[1] == "sigint":
+        try:
+            print("iterating", flush=True)
+            for x in ds:
+                print("got", x, flush=True)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+            sys.exit(7)
+    else:
+        it = iter(ds)
+        threading.Timer(0.5, it.cancel).start()
+        try:
+            next(it)
+        except sluice.CancelledError:
+            print("cancelled", flush=True)
+        if sys.argv[1] == "close":
+            it.close()   # joins the pipeline's threads
+        else:
+            del it
+        print("closed", flush=True)
+        sys.exit(7)
+""")
+
+
+@pytest.mark.parametrize("how", ["sigint", "close", "del"])
+def test_never_producing_filter_stops(how):
+    # Ctrl-C, close() and del stop a pipeline whose filter never yields (they used to
+    # leave its thread looping, so the interpreter hung).
+    p = subprocess.Popen([sys.executable, "-c", NEVER_SCRIPT, how], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        if how == "sigint":
+            assert p.stdout.readline().strip() == "iterating"
+            time.sleep(1.0)  # the filter is looping
+            assert p.poll() is None
+            p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 7, (out, err)
+    expected = {"sigint": "KeyboardInterrupt", "close": "closed", "del": "closed"}[how]
+    assert expected in out, (out, err)

@@ -11,16 +11,20 @@ namespace {
 
 class ConcatenateDataset : public DatasetNode {
  public:
+  // The cardinality is computed once: asking the inputs on every call would take time
+  // exponential in the depth of a graph whose nodes are shared.
   ConcatenateDataset(OpArgs args, ElementSpec spec)
-      : DatasetNode("Concatenate", std::move(args), std::move(spec)) {}
+      : DatasetNode("Concatenate", std::move(args), std::move(spec)),
+        cardinality_(CardinalityPlus(input(0)->Cardinality(), input(1)->Cardinality())) {}
 
-  int64_t Cardinality() const override {
-    return CardinalityPlus(input(0)->Cardinality(), input(1)->Cardinality());
-  }
+  int64_t Cardinality() const override { return cardinality_; }
 
  protected:
   Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
+  const int64_t cardinality_;
 };
 
 class ConcatenateIterator : public IteratorBase {

@@ -35,6 +35,7 @@ class FilterIterator : public UnaryIterator {
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
     while (true) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
       if (!in) return std::nullopt;
       // The element is consumed before the predicate runs, so a failing predicate

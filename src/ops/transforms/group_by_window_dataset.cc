@@ -221,6 +221,7 @@ class GroupByWindowIterator : public UnaryIterator {
   Result<std::optional<Element>> GetNextInternal() override {
     if (!failed_.ok()) return failed_;
     while (true) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       if (current_) {
         // An error here is the reduced dataset's; it has made progress, so carry on
         // later.

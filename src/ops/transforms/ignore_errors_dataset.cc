@@ -9,10 +9,12 @@ namespace sluice {
 namespace {
 
 // Iterators make progress after an error, but an op that cannot go on may keep returning
-// the same error. After this many identical errors in a row the error is passed on
-// instead of looping forever (each later call retries, so the work per call stays
-// bounded).
-constexpr int64_t kMaxIdenticalErrors = 10000;
+// the same error without reading anything, and ignoring it would loop forever. Every this
+// many identical errors in a row, the input's subtree is checked for progress (elements
+// produced, consumed or skipped, file bytes read anywhere below): if nothing moved since
+// the last check, the error is passed on. Distinct failing elements always move
+// something, so a pipeline that asked to ignore errors is never stopped by them.
+constexpr int64_t kIdenticalErrorsPerCheck = 10000;
 
 class IgnoreErrorsDataset : public DatasetNode {
  public:
@@ -38,17 +40,40 @@ class IgnoreErrorsIterator : public UnaryIterator {
   Result<std::optional<Element>> GetNextInternal() override {
     Status last;
     int64_t identical = 0;
+    int64_t activity = -1;  // the input's activity at the last check
     while (true) {
       auto r = input_->GetNext();
       if (r.ok()) return r;
+      // A cancelled pipeline stops: Cancelled is not an element's error.
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       identical = r.status() == last ? identical + 1 : 1;
-      if (identical >= kMaxIdenticalErrors) {
-        return r.status().WithContext(
-            "IgnoreErrors: the input keeps failing with the same error");
+      if (identical == 1) activity = -1;
+      if (identical % kIdenticalErrorsPerCheck == 0) {
+        const int64_t now = InputActivity();
+        if (now == activity) {
+          return r.status().WithContext(
+              "IgnoreErrors: the input failed " + std::to_string(identical) +
+              " times in a row with the same error without reading anything (it makes no "
+              "progress)");
+        }
+        activity = now;
       }
       RecordSkipped();
       last = r.status();
     }
+  }
+
+ private:
+  // A sum that grows whenever anything in the input's subtree moves.
+  int64_t InputActivity() const {
+    std::vector<IteratorStats> stats;
+    input_->CollectStats(&stats);
+    int64_t sum = 0;
+    for (const IteratorStats& s : stats) {
+      sum += s.elements_produced + s.elements_consumed + s.elements_skipped +
+             s.file_bytes_read;
+    }
+    return sum;
   }
 };
 

@@ -47,6 +47,7 @@ class InterleaveIterator : public UnaryIterator {
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
     while (!end_of_input_ || num_open_ > 0) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       Slot* s = cycle_index_ < static_cast<int64_t>(slots_.size()) ? &slots_[cycle_index_]
                                                                    : nullptr;
       if (s != nullptr && s->it) {

@@ -65,6 +65,7 @@ class MapAndFilterIterator : public UnaryIterator {
 
   Result<std::optional<Element>> GetNextInternal() override {
     while (true) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       Result<std::optional<Element>> r = input_->GetNext();
       if (!r.ok() || !r->has_value()) return r;
       FunctionContext mctx(ds_->map_seed(), map_position_++);

@@ -40,8 +40,11 @@ class MapIterator : public UnaryIterator {
     if (r.ok() && r->has_value()) [[likely]] {
       FunctionContext fctx(ds_->seed(), position_++);
       fctx.set_env(env_);
+      const ElementSource source(**r);
       Status s = ds_->fn().Apply(&**r, fctx);
-      if (!s.ok()) [[unlikely]] r = std::move(s);
+      if (!s.ok()) [[unlikely]] {
+        r = ElementError(s, position_ - 1, source);
+      }
     }
     return r;
   }

@@ -20,6 +20,12 @@ class MapProcessor final : public UnitProcessor {
     FunctionContext fctx(seed_, u->first_position);
     fctx.set_env(env_);
     return fn_.Apply(&u->inputs[0], fctx);
+    const ElementSource source(u->inputs[0]);
+    Status s = fn_.Apply(&u->inputs[0], fctx);
+    if (!s.ok()) [[unlikely]] {
+      return ElementError(s, u->first_position, source);
+    }
+    return s;
   }
   Result<std::optional<Element>> Finish(WorkUnit* u) const override {
     return std::optional<Element>(std::move(u->inputs[0]));

@@ -43,6 +43,7 @@ class RepeatIterator : public IteratorBase {
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
     while (input_) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (e) {
         first_call_ = false;

@@ -126,6 +126,7 @@ class SkipIterator : public UnaryIterator {
   // skipping is returned without counting the elements skipped before it.
   Status SkipPrefix() {
     while (skipped_ < ds_->count()) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       const int64_t want = ds_->count() - skipped_;
       SLUICE_ASSIGN_OR_RETURN(int64_t k, input_->Skip(want));
       skipped_ += k;

@@ -158,6 +158,7 @@ class WindowIterator : public UnaryIterator {
     pending_skip_ = 0;
     const size_t span = static_cast<size_t>(ds_->span());
     while (buffer_.size() < span && !input_done_) {
+      SLUICE_RETURN_IF_ERROR(CheckCancelled());
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (!e) {
         input_done_ = true;

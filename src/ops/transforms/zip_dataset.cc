@@ -22,13 +22,26 @@ Names ConcatNames(const std::vector<const Names*>& parts) {
   return MakeNames(std::move(all));
 }
 
+// Zip concatenates its inputs' components; a few Zips of a node with itself would
+// otherwise ask for an element spec of 2^60 components.
+constexpr size_t kMaxZipComponents = 65536;
+
 class ZipDataset : public DatasetNode {
  public:
+  // The cardinality is computed once: asking the inputs on every call would take time
+  // exponential in the depth of a graph whose nodes are shared (Zip(a, a)).
   ZipDataset(OpArgs args, ElementSpec spec)
-      : DatasetNode("Zip", std::move(args), std::move(spec)) {}
+      : DatasetNode("Zip", std::move(args), std::move(spec)), cardinality_(Compute()) {}
 
+  int64_t Cardinality() const override { return cardinality_; }
+
+ protected:
+  Result<IteratorPtr> MakeIteratorInternal(
+      const IteratorContext& ctx, const std::string& prefix) const override;
+
+ private:
   // As tf.data: unknown if any input is unknown, else the smallest finite one.
-  int64_t Cardinality() const override {
+  int64_t Compute() const {
     int64_t result = kInfiniteCardinality;
     for (const DatasetPtr& in : inputs()) {
       int64_t n = in->Cardinality();
@@ -39,9 +52,7 @@ class ZipDataset : public DatasetNode {
     return result;
   }
 
- protected:
-  Result<IteratorPtr> MakeIteratorInternal(
-      const IteratorContext& ctx, const std::string& prefix) const override;
+  const int64_t cardinality_;
 };
 
 class ZipIterator : public IteratorBase {
@@ -138,6 +149,10 @@ void RegisterZipDataset(Registry* r) {
        if (s.unknown) {
          spec = ElementSpec::Unknown();
          break;
+       }
+       if (spec.components.size() + s.components.size() > kMaxZipComponents) {
+         return InvalidArgumentError("Zip: the zipped element would have more than " +
+                                     std::to_string(kMaxZipComponents) + " components");
        }
        spec.components.insert(spec.components.end(), s.components.begin(),
                               s.components.end());
