@@ -53,6 +53,7 @@ class DatasetNode;
 class IteratorBase;
 class Dataset;
 class Env;
+class SplitProvider;  // src/runtime/split_provider.h
 
 // Owns an internal iterator. Deleting one first unlinks it from its parent in the iterator
 // tree, so a concurrent Cancel or stats snapshot never reaches a half-destroyed iterator.
@@ -398,10 +399,28 @@ class Dataset {
   // single ops.
   Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
 
+  // ---- Split providers (docs/runtime.md, src/runtime/split_provider.h) ----
+  // As the MakeIterator overloads above, but the pipeline's splittable source takes its
+  // work from `provider` (null: reads everything), which several iterators may share:
+  // together they produce each split's elements once. InvalidArgument unless the graph's
+  // inputs lead to exactly one source and it is splittable, with no Repeat,
+  // ShuffleAndRepeat or Cache between it and the output (the provider hands each split
+  // out once). Datasets made by functions (interleave, flat_map) read all their data.
+  // The iterator's checkpoints hold its position within its current split, not the
+  // provider's state: save the provider yourself, after the iterators.
+  Result<std::unique_ptr<Iterator>> MakeIterator(
+      std::shared_ptr<SplitProvider> provider) const;
+  Result<std::unique_ptr<Iterator>> MakeIterator(
+      const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) const;
+  // A new local provider over the single splittable source's splits: its files
+  // (ListSplitProvider) for record-file sources, else IndexSplitProvider(its row count).
+  // InvalidArgument (as above) when the graph has no or several sources.
+  Result<std::shared_ptr<SplitProvider>> MakeSplitProvider() const;
+
  private:
   static Result<std::unique_ptr<Iterator>> MakeIteratorOver(
       const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
-      const RuntimeOptions& options);
+      const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider = nullptr);
 
   std::shared_ptr<const DatasetNode> node_;
   std::shared_ptr<const Status> error_;
@@ -450,9 +469,11 @@ class Iterator {
  private:
   friend class Dataset;
   Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<Runtime> runtime,
-           IteratorPtr root, int64_t instance);
+           IteratorPtr root, int64_t instance, std::shared_ptr<SplitProvider> splits);
   std::shared_ptr<const DatasetNode> dataset_;
   std::shared_ptr<Runtime> runtime_;
+  // This iterator's SplitConsumer of the shared provider; null without one.
+  std::shared_ptr<SplitProvider> splits_;
   IteratorPtr root_;
   // Tunes the runtime's AUTOTUNE knobs on a background thread; null when off. Declared
   // after root_ so that it stops before the tree goes.

@@ -13,6 +13,7 @@
 #include "runtime/exception_status.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
+#include "runtime/split_provider.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -484,11 +485,58 @@ const std::string& CachedFingerprint(IteratorCalls* calls,
   if (calls->fingerprint.empty()) calls->fingerprint = PipelineFingerprint(graph);
   return calls->fingerprint;
 }
-IteratorContext RootContext(int64_t instance, Runtime* rt) {
+IteratorContext RootContext(int64_t instance, Runtime* rt,
+                            std::shared_ptr<SplitProvider> splits) {
   IteratorContext ctx;
   ctx.seed_mix = Mix64(static_cast<uint64_t>(instance));
   ctx.runtime_ptr = rt;
+  ctx.split_provider = std::move(splits);
   return ctx;
+}
+
+// Ops a split provider cannot pass through: they read their input more than once.
+bool RereadsInput(const DatasetNode& node, const OpDef* def) {
+  return node.op() == "Repeat" || node.op() == "ShuffleAndRepeat" ||
+         (def != nullptr && def->traits().stateful);
+}
+
+// Collects the sources the inputs of `node` lead to (a source reached along two paths
+// counts twice: it gets two iterators), and the first op that rereads its input.
+void CollectSources(const DatasetNode& node, std::vector<const DatasetNode*>* sources,
+                    const DatasetNode** rereader) {
+  const OpDef* def = FindOpDef(node);
+  if (node.inputs().empty() || (def != nullptr && def->traits().source)) {
+    sources->push_back(&node);
+    return;
+  }
+  if (*rereader == nullptr && RereadsInput(node, def)) *rereader = &node;
+  for (const DatasetPtr& in : node.inputs()) CollectSources(*in, sources, rereader);
+}
+
+// The single splittable source a split provider feeds, or InvalidArgument.
+Result<const DatasetNode*> SplittableSource(const DatasetNode& root) {
+  std::vector<const DatasetNode*> sources;
+  const DatasetNode* rereader = nullptr;
+  CollectSources(root, &sources, &rereader);
+  const std::string what = "split provider: ";
+  if (sources.size() != 1) {
+    std::string names;
+    for (const DatasetNode* n : sources) names += (names.empty() ? "" : ", ") + n->op();
+    return InvalidArgumentError(what + "the pipeline reads " +
+                                std::to_string(sources.size()) + " sources (" + names +
+                                "); a provider feeds exactly one splittable source");
+  }
+  const OpDef* def = FindOpDef(*sources[0]);
+  if (def == nullptr || !def->traits().splittable) {
+    return InvalidArgumentError(what + "the pipeline's source " + sources[0]->op() +
+                                " is not splittable");
+  }
+  if (rereader != nullptr) {
+    return InvalidArgumentError(what + rereader->op() + " reads its input again, but a " +
+                                "provider hands each split out once; apply it after "
+                                "making the iterators' union, or Reset the provider");
+  }
+  return sources[0];
 }
 
 // Marks a call in progress. Calls are serialized by the Iterator contract, so the counter
@@ -509,15 +557,20 @@ class ActiveCall {
 
 Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
     const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
-    const RuntimeOptions& options) {
+    const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) {
   try {
+    std::shared_ptr<SplitProvider> splits;
+    if (provider != nullptr) {
+      SLUICE_RETURN_IF_ERROR(SplittableSource(*graph).status());
+      splits = std::make_shared<SplitConsumer>(std::move(provider));
+    }
     auto runtime = std::make_shared<Runtime>(options);
     runtime->SetGraph(graph);
-    SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
-                            graph->MakeIterator(RootContext(instance, runtime.get()),
-                                                std::string(kRootPrefix)));
-    return std::unique_ptr<Iterator>(
-        new Iterator(graph, std::move(runtime), std::move(root), instance));
+    SLUICE_ASSIGN_OR_RETURN(
+        IteratorPtr root, graph->MakeIterator(RootContext(instance, runtime.get(), splits),
+                                              std::string(kRootPrefix)));
+    return std::unique_ptr<Iterator>(new Iterator(
+        graph, std::move(runtime), std::move(root), instance, std::move(splits)));
   } catch (...) {
     return StatusFromException("MakeIterator");
   }
@@ -561,10 +614,42 @@ Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const RuntimeOptions& op
   return MakeIteratorOver(node_, node_->NextInstance(), o);
 }
 
-Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<Runtime> runtime,
-                   IteratorPtr root, int64_t instance)
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
+    std::shared_ptr<SplitProvider> provider) const {
+  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
+  return MakeIteratorOver(optimized->graph, node_->NextInstance(),
+                          RuntimeOptions::FromOptions(options()), std::move(provider));
+}
+
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
+    const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) const {
+  if (!node_) return *error_;
+  return MakeIteratorOver(node_, node_->NextInstance(), options, std::move(provider));
+}
+
+Result<std::shared_ptr<SplitProvider>> Dataset::MakeSplitProvider() const {
+  if (!node_) return *error_;
+  SLUICE_ASSIGN_OR_RETURN(const DatasetNode* source, SplittableSource(*node_));
+  auto files = source->attrs().find("filenames");
+  if (files != source->attrs().end() &&
+      std::holds_alternative<std::vector<std::string>>(files->second)) {
+    return std::shared_ptr<SplitProvider>(std::make_shared<ListSplitProvider>(
+        std::get<std::vector<std::string>>(files->second)));
+  }
+  const int64_t n = source->Cardinality();
+  if (n < 0) {
+    return InvalidArgumentError("split provider: the number of " + source->op() +
+                                "'s splits is not known");
+  }
+  return std::shared_ptr<SplitProvider>(std::make_shared<IndexSplitProvider>(n));
+}
+
+Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset,
+                   std::shared_ptr<Runtime> runtime, IteratorPtr root, int64_t instance,
+                   std::shared_ptr<SplitProvider> splits)
     : dataset_(std::move(dataset)),
       runtime_(std::move(runtime)),
+      splits_(std::move(splits)),
       root_(std::move(root)),
       instance_(instance),
       created_ns_(MonotonicNs()),
@@ -643,9 +728,10 @@ Status Iterator::Restore(std::string_view checkpoint) try {
   }
   SLUICE_ASSIGN_OR_RETURN(int64_t instance, r.ReadInt(kRootPrefix, "instance"));
   // Rebuild the tree with the saved instance so per-iteration seeds match.
-  SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
-                          dataset_->MakeIterator(RootContext(instance, runtime_.get()),
-                                                 std::string(kRootPrefix)));
+  SLUICE_ASSIGN_OR_RETURN(
+      IteratorPtr root,
+      dataset_->MakeIterator(RootContext(instance, runtime_.get(), splits_),
+                             std::string(kRootPrefix)));
   SLUICE_RETURN_IF_ERROR(root->Restore(r));
   {
     std::lock_guard<std::mutex> l(calls_->root_mu);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/runtime.h"
+#include "runtime/split_provider.h"
 
 namespace sluice {
 
@@ -199,14 +200,43 @@ Status UnaryIterator::RestoreInternal(const CheckpointReader& r) {
   return input_->Restore(r);
 }
 
+Status IndexedIterator::Initialize(const IteratorContext& ctx) {
+  splits_ = ctx.split_provider;
+  return InitializeRows(ctx);
+}
+
 Result<std::optional<Element>> IndexedIterator::GetNextInternal() {
   if (next_ >= num_rows()) return std::nullopt;
-  Result<Element> row = Row(next_++);
+  int64_t i = next_;
+  if (splits_ != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> split, splits_->GetNext());
+    if (!split) {
+      End();
+      return std::nullopt;
+    }
+    SLUICE_ASSIGN_OR_RETURN(i, SplitRowIndex(*split, num_rows(), node().op()));
+  } else {
+    ++next_;
+  }
+  Result<Element> row = Row(i);
   if (!row.ok()) return row.status();
   return std::move(row).value();
 }
 
 Result<int64_t> IndexedIterator::SkipInternal(int64_t n) {
+  if (splits_ != nullptr) {
+    int64_t done = 0;
+    while (done < n && next_ < num_rows()) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> split, splits_->GetNext());
+      if (!split) {
+        End();
+        break;
+      }
+      SLUICE_RETURN_IF_ERROR(SplitRowIndex(*split, num_rows(), node().op()).status());
+      ++done;
+    }
+    return done;
+  }
   const int64_t k = std::min(n, num_rows() - next_);
   next_ += k;
   return k;
@@ -214,6 +244,7 @@ Result<int64_t> IndexedIterator::SkipInternal(int64_t n) {
 
 Status IndexedIterator::SaveInternal(CheckpointWriter* w) const {
   w->WriteInt(prefix(), "next", next_);
+  if (splits_ != nullptr) splits_->MarkCheckpoint();
   return Status::OK();
 }
 
@@ -222,6 +253,10 @@ Status IndexedIterator::RestoreInternal(const CheckpointReader& r) {
   if (next < 0 || next > num_rows()) {
     return DataLossError(node().op() + ": checkpoint position " + std::to_string(next) +
                          " is outside [0, " + std::to_string(num_rows()) + "]" + Where());
+  }
+  if (splits_ != nullptr && next != 0 && next != num_rows()) {
+    return DataLossError(node().op() + ": checkpoint position " + std::to_string(next) +
+                         " was not taken with a split provider" + Where());
   }
   next_ = next;
   return Status::OK();

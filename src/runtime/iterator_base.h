@@ -39,6 +39,7 @@
 namespace sluice {
 
 class Runtime;
+class SplitProvider;
 
 // Context shared by an iterator tree.
 struct IteratorContext {
@@ -54,6 +55,18 @@ struct IteratorContext {
   IteratorContext Mixed(uint64_t v) const {
     IteratorContext c = *this;
     c.seed_mix = HashCombine(seed_mix, v);
+    return c;
+  }
+
+  // Where the pipeline's single splittable source takes its work from
+  // (runtime/split_provider.h); null: sources read all their data. Transformations pass
+  // it to their inputs unchanged; datasets made by functions (interleave, flat_map,
+  // group_by_window's reduce) get a context without it (WithoutSplits).
+  std::shared_ptr<SplitProvider> split_provider;
+
+  IteratorContext WithoutSplits() const {
+    IteratorContext c = *this;
+    c.split_provider = nullptr;
     return c;
   }
 };
@@ -232,12 +245,22 @@ class UnaryIterator : public IteratorBase {
 // Row(i) is called after the index has moved past i: the row is consumed even when it
 // fails. A subclass that cannot go on after an error calls End().
 //
+// With a split provider in the context, each split names a row (an int64 scalar index,
+// SplitRowIndex) and GetNext produces that row; the iterator ends when the provider does.
+// Skip takes and drops splits. The checkpoint's "next" is then 0 (reading) or num_rows()
+// (ended), and Save calls the provider's MarkCheckpoint.
+//
 // Thread-safety: as IteratorBase.
 class IndexedIterator : public IteratorBase {
  public:
   using IteratorBase::IteratorBase;
 
+  // Keeps ctx's split provider, then calls InitializeRows.
+  Status Initialize(const IteratorContext& ctx) final;
+
  protected:
+  // Subclass setup (default: none).
+  virtual Status InitializeRows(const IteratorContext& ctx) { return Status::OK(); }
   // The number of rows; fixed for the iterator's lifetime.
   virtual int64_t num_rows() const = 0;
   // Row i, 0 <= i < num_rows().
@@ -255,6 +278,7 @@ class IndexedIterator : public IteratorBase {
 
  private:
   int64_t next_ = 0;
+  std::shared_ptr<SplitProvider> splits_;
 };
 
 }  // namespace sluice

@@ -1,8 +1,11 @@
 #include "ops/sources/file_sequence.h"
 
+#include <unordered_map>
+
 #include "graph/attr.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
+#include "runtime/split_provider.h"
 
 namespace sluice {
 
@@ -58,6 +61,11 @@ class FileSequenceIterator : public IteratorBase {
   FileSequenceIterator(const FileSequenceDataset* ds, const std::string& prefix, Env* env)
       : IteratorBase(ds->shared(), prefix), ds_(ds), env_(env) {}
 
+  Status Initialize(const IteratorContext& ctx) override {
+    splits_ = ctx.split_provider;
+    return Status::OK();
+  }
+
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
     std::string record;
@@ -79,6 +87,7 @@ class FileSequenceIterator : public IteratorBase {
   Status SaveInternal(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "file_index", static_cast<int64_t>(index_));
     w->WriteInt(prefix(), "offset", reader_ ? static_cast<int64_t>(reader_->Tell()) : -1);
+    if (splits_ != nullptr) splits_->MarkCheckpoint();
     return Status::OK();
   }
 
@@ -107,6 +116,14 @@ class FileSequenceIterator : public IteratorBase {
     while (true) {
       if (!reader_) {
         if (index_ >= ds_->files().size()) return false;
+        if (splits_ != nullptr) {
+          SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> split, splits_->GetNext());
+          if (!split) {
+            index_ = ds_->files().size();
+            return false;
+          }
+          SLUICE_ASSIGN_OR_RETURN(index_, FileOfSplit(*split));
+        }
         SLUICE_RETURN_IF_ERROR(OpenCurrent());
       }
       auto got = reader_->ReadRecord(out);
@@ -124,7 +141,7 @@ class FileSequenceIterator : public IteratorBase {
     auto r = ds_->OpenFile(env_, index_);
     Status s = r.ok() ? (*r)->Start() : r.status();
     if (!s.ok()) {
-      ++index_;  // reported once, then skipped
+      Advance();  // reported once, then skipped
       return s.WithContext(node().op());
     }
     reader_ = std::move(r).value();
@@ -134,7 +151,38 @@ class FileSequenceIterator : public IteratorBase {
   void NextFile() {
     closed_files_bytes_ += static_cast<int64_t>(reader_ ? reader_->BytesReadFromDisk() : 0);
     reader_.reset();
-    ++index_;
+    Advance();
+  }
+
+  // Past the current file: the next one, or with a split provider the next split's
+  // (index_ 0 means "take a split"; files().size() means the provider has ended).
+  void Advance() {
+    if (splits_ != nullptr) {
+      index_ = 0;
+    } else {
+      ++index_;
+    }
+  }
+
+  // The file a split names: an int64 scalar index into files(), or a string scalar equal
+  // to one of them (the first, if the list repeats it).
+  Result<size_t> FileOfSplit(const Tensor& split) {
+    const std::vector<std::string>& files = ds_->files();
+    if (split.dtype() == DType::kString && split.rank() == 0) {
+      if (by_name_.empty()) {
+        for (size_t i = files.size(); i-- > 0;) by_name_[files[i]] = i;
+      }
+      auto it = by_name_.find(split.scalar<std::string>());
+      if (it == by_name_.end()) {
+        return InvalidArgumentError(
+            node().op() + ": split '" + split.scalar<std::string>() +
+            "' is not one of the source's " + std::to_string(files.size()) + " files");
+      }
+      return it->second;
+    }
+    SLUICE_ASSIGN_OR_RETURN(
+        int64_t i, SplitRowIndex(split, static_cast<int64_t>(files.size()), node().op()));
+    return static_cast<size_t>(i);
   }
 
   const FileSequenceDataset* ds_;
@@ -142,6 +190,8 @@ class FileSequenceIterator : public IteratorBase {
   size_t index_ = 0;
   std::unique_ptr<RecordFileReader> reader_;  // the open file, null between files
   int64_t closed_files_bytes_ = 0;  // bytes read from files already closed
+  std::shared_ptr<SplitProvider> splits_;
+  std::unordered_map<std::string, size_t> by_name_;  // file -> index, built on first use
 };
 
 }  // namespace

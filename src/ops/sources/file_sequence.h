@@ -15,6 +15,11 @@
 //  * Skip reads records without building elements;
 //  * checkpoint: "file_index" and "offset" (the reader's Tell(), -1 when no file is
 //    open); Restore reopens the file with OpenFile and SeekTo(offset), without Start.
+//  * with a split provider in the context, a split is a file (an int64 index into the
+//    list or a string file name from it): the iterator reads the files the provider
+//    hands out, each to its end, and ends when the provider does. The checkpoint is the
+//    same (the file being read and its offset; file index 0 and offset -1 between
+//    splits, files().size() once ended) and Save calls the provider's MarkCheckpoint.
 // Cardinality is unknown (as in tf.data: it would need reading the files).
 //
 // Thread-safety: nodes are immutable; an iterator (and its reader) is used by one

@@ -9,7 +9,8 @@
 // permutation from Rng(HashCombine(seed, seed_mix)): a new order per top-level iteration
 // and per repeat epoch, like list_files' shuffle(buffer_size=#files,
 // reshuffle_each_iteration=True). Checkpoint: the position; the permutation is recomputed
-// from the same seeds.
+// from the same seeds. With a split provider, split i is the i-th file in sorted order
+// (the provider decides the order; shuffle is not applied).
 //
 // Files: globbing goes through BuildEnv() (a spec's confined Env when loaded with
 // LoadPipelineSpec); each produced path is checked against the pipeline's Env
@@ -81,8 +82,9 @@ class ListFilesIterator : public IndexedIterator {
   ListFilesIterator(const ListFilesDataset* ds, const std::string& prefix, Env* env)
       : IndexedIterator(ds->shared(), prefix), ds_(ds), env_(env) {}
 
-  Status Initialize(const IteratorContext& ctx) override {
-    if (!ds_->shuffle()) return Status::OK();
+  Status InitializeRows(const IteratorContext& ctx) override {
+    // With a split provider, split i is the i-th file in sorted order.
+    if (!ds_->shuffle() || ctx.split_provider != nullptr) return Status::OK();
     // Fisher-Yates with the per-iteration seed.
     const size_t n = ds_->files().size();
     order_.resize(n);
@@ -95,7 +97,7 @@ class ListFilesIterator : public IndexedIterator {
  protected:
   int64_t num_rows() const override { return static_cast<int64_t>(ds_->files().size()); }
   Result<Element> Row(int64_t i) override {
-    const size_t f = ds_->shuffle() ? order_[i] : static_cast<size_t>(i);
+    const size_t f = !order_.empty() ? order_[i] : static_cast<size_t>(i);
     SLUICE_RETURN_IF_ERROR(env_->CheckRead(ds_->files()[f]));
     return Element{Tensor::Scalar(ds_->files()[f])};
   }

@@ -1,6 +1,7 @@
 #include "graph/attr.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/split_provider.h"
 
 namespace sluice {
 namespace {
@@ -36,11 +37,35 @@ class RangeIterator : public IteratorBase {
   RangeIterator(const RangeDataset* ds, const std::string& prefix)
       : IteratorBase(ds->shared(), prefix), ds_(ds), next_(ds->start_) {}
 
+  // With a split provider, split i is element i (start + i * step); next_ is then start
+  // while reading and stop once the provider has ended.
+  Status Initialize(const IteratorContext& ctx) override {
+    splits_ = ctx.split_provider;
+    return Status::OK();
+  }
+
  protected:
   bool Done() const { return ds_->step_ > 0 ? next_ >= ds_->stop_ : next_ <= ds_->stop_; }
 
+  // The next split's element index; nullopt (and Done) when the provider has ended.
+  Result<std::optional<int64_t>> NextSplit() {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> split, splits_->GetNext());
+    if (!split) {
+      next_ = ds_->stop_;
+      return std::optional<int64_t>();
+    }
+    SLUICE_ASSIGN_OR_RETURN(int64_t i,
+                            SplitRowIndex(*split, ds_->Cardinality(), "Range"));
+    return std::optional<int64_t>(i);
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     if (Done()) return std::nullopt;
+    if (splits_ != nullptr) [[unlikely]] {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> i, NextSplit());
+      if (!i) return std::nullopt;
+      return Element{Tensor::Scalar<int64_t>(ds_->start_ + *i * ds_->step_)};
+    }
     Element e;
     e.push_back(Tensor::Scalar<int64_t>(next_));  // moved in: no refcount traffic
     // Past the last element next_ + step may not fit: jump to stop, which is done.
@@ -50,6 +75,15 @@ class RangeIterator : public IteratorBase {
 
   Result<int64_t> SkipInternal(int64_t n) override {
     if (Done()) return int64_t{0};
+    if (splits_ != nullptr) {
+      int64_t done = 0;
+      while (done < n) {
+        SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> i, NextSplit());
+        if (!i) break;
+        ++done;
+      }
+      return done;
+    }
     const int64_t remaining = ds_->Remaining(next_);
     const int64_t k = std::min(n, remaining);
     next_ = k == remaining ? ds_->stop_ : next_ + k * ds_->step_;
@@ -58,17 +92,24 @@ class RangeIterator : public IteratorBase {
 
   Status SaveInternal(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "next", next_);
+    if (splits_ != nullptr) splits_->MarkCheckpoint();
     return Status::OK();
   }
 
   Status RestoreInternal(const CheckpointReader& r) override {
-    SLUICE_ASSIGN_OR_RETURN(next_, r.ReadInt(prefix(), "next"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t next, r.ReadInt(prefix(), "next"));
+    if (splits_ != nullptr && next != ds_->start_ && next != ds_->stop_) {
+      return DataLossError("Range: checkpoint position " + std::to_string(next) +
+                           " was not taken with a split provider");
+    }
+    next_ = next;
     return Status::OK();
   }
 
  private:
   const RangeDataset* ds_;
   int64_t next_;
+  std::shared_ptr<SplitProvider> splits_;
 };
 
 Result<IteratorPtr> RangeDataset::MakeIteratorInternal(

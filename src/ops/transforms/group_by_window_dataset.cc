@@ -344,7 +344,8 @@ class GroupByWindowIterator : public UnaryIterator {
                                                  Element{Tensor::Scalar(key)}, fctx));
     SLUICE_ASSIGN_OR_RETURN(
         current_,
-        MakeChild(reduced.node(), ctx_.Mixed(static_cast<uint64_t>(position)), "reduce"));
+        MakeChild(reduced.node(),
+                  ctx_.Mixed(static_cast<uint64_t>(position)).WithoutSplits(), "reduce"));
     current_key_ = key;
     current_position_ = position;
     return Status::OK();

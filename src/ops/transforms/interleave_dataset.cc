@@ -176,7 +176,7 @@ class InterleaveIterator : public UnaryIterator {
                                     ", expected " + want.ToString());
       }
     }
-    return MakeChild(inner.node(), ctx_.Mixed(static_cast<uint64_t>(pos)),
+    return MakeChild(inner.node(), ctx_.Mixed(static_cast<uint64_t>(pos)).WithoutSplits(),
                      "slot" + std::to_string(slot));
   }
 

@@ -871,7 +871,7 @@ class ParallelInterleaveIterator : public IteratorBase {
                                     ", expected " + want.ToString());
       }
     }
-    return MakeChild(inner.node(), ctx_.Mixed(static_cast<uint64_t>(pos)),
+    return MakeChild(inner.node(), ctx_.Mixed(static_cast<uint64_t>(pos)).WithoutSplits(),
                      "in" + std::to_string(pos));
   }
 

@@ -38,10 +38,13 @@ class ShuffleDataset : public DatasetNode {
 
 class ShuffleIterator : public IteratorBase {
  public:
-  ShuffleIterator(const ShuffleDataset* ds, const std::string& prefix)
+  // With a split provider the input is not replayed (a fresh input would take new
+  // splits): checkpoints store the buffered elements.
+  ShuffleIterator(const ShuffleDataset* ds, const std::string& prefix, bool has_splits)
       : IteratorBase(ds->shared(), prefix),
         ds_(ds),
-        shuffle_("Shuffle", ds->buffer_size(), ds->input(0)->IsReplayable()) {}
+        shuffle_("Shuffle", ds->buffer_size(),
+                 ds->input(0)->IsReplayable() && !has_splits) {}
 
   Status Initialize(const IteratorContext& ctx) override {
     ctx_ = ctx;
@@ -70,8 +73,8 @@ class ShuffleIterator : public IteratorBase {
 };
 
 Result<IteratorPtr> ShuffleDataset::MakeIteratorInternal(
-    const IteratorContext&, const std::string& prefix) const {
-  return IteratorPtr(new ShuffleIterator(this, prefix));
+    const IteratorContext& ctx, const std::string& prefix) const {
+  return IteratorPtr(new ShuffleIterator(this, prefix, ctx.split_provider != nullptr));
 }
 
 }  // namespace
