@@ -135,11 +135,15 @@ Result<IteratorPtr> StuckDataset::MakeIteratorInternal(const IteratorContext&,
 Dataset Stuck() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Status s = Registry::Global().RegisterOp(
-        "StuckForTest", [](OpArgs args) -> Result<DatasetPtr> {
+    Registry::Global().RegisterOp(
+        OpDef("StuckForTest")
+            .Summary("A test source that fails forever without reading anything.")
+            .Inputs(0)
+            .Traits({.source = true, .seed_mix = SeedMix::kNone}),
+        [](OpArgs args) -> Result<DatasetPtr> {
           return DatasetPtr(std::make_shared<StuckDataset>(std::move(args)));
         });
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(Registry::Global().status().ok()) << Registry::Global().status();
   });
   return Dataset::FromOp("StuckForTest", {});
 }

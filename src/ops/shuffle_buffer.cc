@@ -7,6 +7,7 @@
 
 #include "core/coding.h"
 #include "runtime/async_buffer.h"
+#include "runtime/resources.h"
 
 namespace sluice {
 
@@ -53,6 +54,15 @@ Result<std::optional<Element>> ShuffleBuffer::Next() {
       const int64_t bytes = Bytes(*e);
       SLUICE_RETURN_IF_ERROR(Charge(bytes));
       buffer_.push_back({std::move(*e), consumed_ - 1, bytes});
+      // A buffer size from an attribute must not drive memory on its own: a buffer that
+      // cannot fit in the memory available is refused early (at powers of two), before
+      // the budget's charge fails at the limit.
+      const int64_t n = static_cast<int64_t>(buffer_.size());
+      if (BatchMemoryCheckDue(n, buffer_size_)) {
+        SLUICE_RETURN_IF_ERROR(CheckBufferMemory("a shuffle buffer", buffer_size_,
+                                                 input_->node().Cardinality(), n,
+                                                 buffer_.front().element));
+      }
     }
   }
   if (buffer_.empty()) return std::nullopt;

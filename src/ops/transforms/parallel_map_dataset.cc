@@ -19,7 +19,6 @@ class MapProcessor final : public UnitProcessor {
   Status ProcessPart(WorkUnit* u, int, int) const override {
     FunctionContext fctx(seed_, u->first_position);
     fctx.set_env(env_);
-    return fn_.Apply(&u->inputs[0], fctx);
     const ElementSource source(u->inputs[0]);
     Status s = fn_.Apply(&u->inputs[0], fctx);
     if (!s.ok()) [[unlikely]] {
