@@ -25,7 +25,7 @@
 namespace sluice {
 
 struct OptimizerLimits {
-  int64_t cpu_budget = 1;  // sum of parallelism knobs
+  int64_t cpu_budget = 1;  // bound on each parallelism knob (not on their sum; see above)
   int64_t ram_budget = 0;  // bytes; <= 0: unlimited
   // A step must lower the period by this fraction to be taken.
   double min_gain = 0.01;

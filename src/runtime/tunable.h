@@ -53,7 +53,8 @@ struct KnobSpec {
   KnobKind kind = KnobKind::kParallelism;
   int64_t min = 1;
   int64_t max = 1;
-  // Applies a value in [min, max] (thread-safe; called with the registry's mutex held).
+  // Applies a value in [min, max] (thread-safe; called without the registry's mutex, see
+  // Lifetime above).
   std::function<void(int64_t)> set;
   // Buffer slots (in the operator's output elements) the operator holds at each value of
   // this knob, for the RAM model: slots[v - min] for v in [min, max]. Empty: a kBuffer

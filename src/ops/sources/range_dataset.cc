@@ -64,7 +64,9 @@ class RangeIterator : public IteratorBase {
     if (splits_ != nullptr) [[unlikely]] {
       SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> i, NextSplit());
       if (!i) return std::nullopt;
-      return Element{Tensor::Scalar<int64_t>(ds_->start_ + *i * ds_->step_)};
+      // *i < cardinality keeps the value in range; i * step alone may not be.
+      return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(
+          static_cast<__int128>(ds_->start_) + static_cast<__int128>(*i) * ds_->step_))};
     }
     Element e;
     e.push_back(Tensor::Scalar<int64_t>(next_));  // moved in: no refcount traffic
@@ -86,7 +88,11 @@ class RangeIterator : public IteratorBase {
     }
     const int64_t remaining = ds_->Remaining(next_);
     const int64_t k = std::min(n, remaining);
-    next_ = k == remaining ? ds_->stop_ : next_ + k * ds_->step_;
+    // k < remaining keeps next_ + k * step in range, but k * step alone may not be (a
+    // range spanning all of int64): compute in 128 bits.
+    next_ = k == remaining ? ds_->stop_
+                           : static_cast<int64_t>(static_cast<__int128>(next_) +
+                                                  static_cast<__int128>(k) * ds_->step_);
     return k;
   }
 
