@@ -6,6 +6,12 @@
 
 namespace sluice {
 
+OpDef WithBatchAttrs(OpDef def) {
+  return def.Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
+      .Attr("drop_remainder", AttrType::kBool, false,
+            "Drop a last batch smaller than batch_size.");
+}
+
 ElementSpec BatchedSpec(const ElementSpec& spec, int64_t batch) {
   if (spec.unknown) return spec;
   ElementSpec out;

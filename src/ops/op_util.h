@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "graph/dataset_node.h"
+#include "graph/op_def.h"
 #include "runtime/iterator_base.h"
 
 namespace sluice {
+
+// `def` with the batch_size and drop_remainder attributes every batching op takes.
+OpDef WithBatchAttrs(OpDef def);
 
 // The spec of a batch of `spec` with leading dimension `batch` (-1: unknown).
 ElementSpec BatchedSpec(const ElementSpec& spec, int64_t batch);

@@ -161,6 +161,17 @@ struct LookupConfig {
   OovOptions oov;
 };
 
+// `def` with the attributes ReadLookupAttrs reads declared.
+KernelDef WithLookupAttrs(KernelDef def) {
+  return def
+      .Attr("vocab_file", AttrType::kString,
+            "One token per line; a token's id is its line number.")
+      .Attr("num_oov_buckets", AttrType::kInt, int64_t{0},
+            "Hash unknown tokens into this many ids after the vocabulary.")
+      .Attr("default_value", AttrType::kInt, int64_t{-1},
+            "Id of unknown tokens when num_oov_buckets is 0.");
+}
+
 Result<LookupConfig> ReadLookupAttrs(const AttrMap& attrs, std::string_view kernel) {
   LookupConfig c;
   SLUICE_ASSIGN_OR_RETURN(std::string file,
@@ -442,15 +453,10 @@ void RegisterByteTokenize(Registry* r) {
 
 void RegisterVocabLookup(Registry* r) {
   r->RegisterKernel(
-      KernelDef("vocab_lookup")
+      WithLookupAttrs(KernelDef("vocab_lookup")
               .Summary("Maps string tokens to int64 ids through a vocabulary file.")
               .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
-              .Attr("vocab_file", AttrType::kString, "One token per line; a token's id is its line number.")
-              .Attr("num_oov_buckets", AttrType::kInt, int64_t{0},
-                    "Hash unknown tokens into this many ids after the vocabulary.")
-              .Attr("default_value", AttrType::kInt, int64_t{-1},
-                    "Id of unknown tokens when num_oov_buckets is 0.")
-              .Traits(kTraits),
+              .Traits(kTraits)),
       [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "vocab_lookup";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
@@ -479,16 +485,11 @@ void RegisterVocabLookup(Registry* r) {
 
 void RegisterTokenize(Registry* r) {
   r->RegisterKernel(
-      KernelDef("tokenize")
+      WithLookupAttrs(KernelDef("tokenize")
               .Summary("split then vocab_lookup in one pass (the fast path).")
               .Attr("component", AttrType::kInt, int64_t{0}, "The component it works on.")
               .Attr("lowercase", AttrType::kBool, false, "Lower-case ASCII letters first.")
-              .Attr("vocab_file", AttrType::kString, "One token per line; a token's id is its line number.")
-              .Attr("num_oov_buckets", AttrType::kInt, int64_t{0},
-                    "Hash unknown tokens into this many ids after the vocabulary.")
-              .Attr("default_value", AttrType::kInt, int64_t{-1},
-                    "Id of unknown tokens when num_oov_buckets is 0.")
-              .Traits(kTraits),
+              .Traits(kTraits)),
       [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "tokenize";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));

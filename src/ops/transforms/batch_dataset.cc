@@ -64,13 +64,10 @@ Result<IteratorPtr> BatchDataset::MakeIteratorInternal(
 
 void RegisterBatchDataset(Registry* r) {
   r->RegisterOp(
-      OpDef("Batch")
+      WithBatchAttrs(OpDef("Batch")
           .Summary("Stacks consecutive elements into batches.")
           .Inputs(1)
-          .Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
-          .Attr("drop_remainder", AttrType::kBool, false,
-                "Drop a last batch smaller than batch_size.")
-          .Traits({.seed_mix = SeedMix::kNone}),
+          .Traits({.seed_mix = SeedMix::kNone})),
       [](OpArgs args) -> Result<DatasetPtr> {
      SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, "Batch", "batch_size"));
      SLUICE_ASSIGN_OR_RETURN(bool drop, GetAttrOr<bool>(args.attrs, "Batch", "drop_remainder", false));

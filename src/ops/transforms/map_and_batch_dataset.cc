@@ -68,16 +68,13 @@ class MapAndBatchDataset : public DatasetNode {
 void RegisterMapAndBatchDataset(Registry* r) {
   r->RegisterOp(
       WithParallelAttrs(
-          OpDef("MapAndBatch")
+          WithBatchAttrs(OpDef("MapAndBatch")
               .Summary("Map then Batch fused: the function runs in parallel and each result "
                        "is written to its row of the batch.")
               .Inputs(1)
               .Functions({Function::Kind::kElement})
               .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
-              .Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
-              .Attr("drop_remainder", AttrType::kBool, false,
-                    "Drop a last batch smaller than batch_size.")
-              .Traits({.async = true, .buffering = true, .seed_mix = SeedMix::kNone})),
+              .Traits({.async = true, .buffering = true, .seed_mix = SeedMix::kNone}))),
       [](OpArgs args) -> Result<DatasetPtr> {
      const std::string op = "MapAndBatch";
      SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttrOr<int64_t>(args.attrs, op, "seed", 0));

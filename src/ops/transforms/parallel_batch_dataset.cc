@@ -62,13 +62,10 @@ class ParallelBatchDataset : public DatasetNode {
 void RegisterParallelBatchDataset(Registry* r) {
   r->RegisterOp(
       WithParallelAttrs(
-          OpDef("ParallelBatch")
+          WithBatchAttrs(OpDef("ParallelBatch")
               .Summary("Batch whose batches are assembled on the pool, several at once.")
               .Inputs(1)
-              .Attr("batch_size", AttrType::kInt, "Elements per batch, > 0.")
-              .Attr("drop_remainder", AttrType::kBool, false,
-                    "Drop a last batch smaller than batch_size.")
-              .Traits({.async = true, .buffering = true, .seed_mix = SeedMix::kNone})),
+              .Traits({.async = true, .buffering = true, .seed_mix = SeedMix::kNone}))),
       [](OpArgs args) -> Result<DatasetPtr> {
      const std::string op = "ParallelBatch";
      SLUICE_ASSIGN_OR_RETURN(int64_t bs, GetAttr<int64_t>(args.attrs, op, "batch_size"));
