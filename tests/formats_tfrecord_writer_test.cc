@@ -36,7 +36,8 @@ std::string RandomBytes(size_t n, uint32_t seed) {
 }
 
 // The records Dataset::TFRecord reads from `path` (fails the test on an error).
-std::vector<std::string> ReadBack(const std::string& path, const std::string& compression) {
+std::vector<std::string> ReadBack(const std::string& path,
+                                  const std::string& compression) {
   Result<Compression> c = CompressionFromName(compression);
   EXPECT_TRUE(c.ok()) << c.status();
   Result<std::vector<Element>> elements = Dataset::TFRecord({path}, *c).Collect();
@@ -59,10 +60,10 @@ TEST_P(WriterRoundTrip, ReadsBackThroughTheTFRecordSource) {
   TempDir dir;
   const std::string path = dir.File("r.tfrecord");
   // An empty record, small ones, and records larger than the writer's 256 KiB buffer.
-  const std::vector<std::string> records = {"",       "a",
-                                            "hello",  RandomBytes(1000, 1),
-                                            "",       RandomBytes(3 << 20, 2),
-                                            "tail",   RandomBytes(300 << 10, 3)};
+  const std::vector<std::string> records = {"",      "a",
+                                            "hello", RandomBytes(1000, 1),
+                                            "",      RandomBytes(3 << 20, 2),
+                                            "tail",  RandomBytes(300 << 10, 3)};
   TFRecordWriter w = MustOpen(path, GetParam());
   for (const std::string& r : records) ASSERT_TRUE(w.Write(r).ok());
   EXPECT_EQ(w.records_written(), static_cast<int64_t>(records.size()));
@@ -192,7 +193,9 @@ TEST(TFRecordWriter, WritesGoThroughTheEnvAndFaultsNameTheFile) {
     // The buffered bytes reach the Env at a Write, a Flush or the Close; the first error
     // names the file, and later calls keep failing.
     Status first;
-    for (int i = 0; i < 20 && first.ok(); ++i) first = w->Write(RandomBytes(100 << 10, i));
+    for (int i = 0; i < 20 && first.ok(); ++i) {
+      first = w->Write(RandomBytes(100 << 10, i));
+    }
     if (first.ok()) first = w->Flush();
     ASSERT_FALSE(first.ok());
     EXPECT_TRUE(Contains(first, path)) << first;
@@ -209,7 +212,8 @@ TEST(TFRecordWriter, DestructorLogsTheErrorItCannotReturn) {
   const std::string path = dir.File("full");
   testing::FaultEnv env;
   env.Set(path, {.write_fail_after = 10});
-  if (!LogEnabled(LogLevel::kError)) SetLogLevel(LogLevel::kError);  // SLUICE_LOG_LEVEL=off
+  if (!LogEnabled(LogLevel::kError))
+    SetLogLevel(LogLevel::kError);  // SLUICE_LOG_LEVEL=off
   ::testing::internal::CaptureStderr();
   {
     Result<TFRecordWriter> w = TFRecordWriter::Open(path, {"", &env});
@@ -245,11 +249,13 @@ TEST(ExampleBuilder, ParsesBackWithTheExampleParser) {
   };
   FeatureConfig var = fixed("words", DType::kString, Shape{});
   var.kind = FeatureKind::kVar;
-  std::vector<FeatureConfig> features = {
-      fixed("ids", DType::kInt64, Shape{3}),       fixed("label", DType::kInt64, Shape{}),
-      fixed("weights", DType::kFloat32, Shape{2}), fixed("scale", DType::kFloat32, Shape{}),
-      var,
-      fixed("image", DType::kString, Shape{}),     fixed("pair", DType::kString, Shape{2})};
+  std::vector<FeatureConfig> features = {fixed("ids", DType::kInt64, Shape{3}),
+                                         fixed("label", DType::kInt64, Shape{}),
+                                         fixed("weights", DType::kFloat32, Shape{2}),
+                                         fixed("scale", DType::kFloat32, Shape{}),
+                                         var,
+                                         fixed("image", DType::kString, Shape{}),
+                                         fixed("pair", DType::kString, Shape{2})};
   Result<std::vector<Tensor>> t =
       ParseExamples({&serialized, 1}, /*batched=*/false, features, "test");
   ASSERT_TRUE(t.ok()) << t.status();
@@ -310,10 +316,11 @@ TEST(ExampleBuilder, WrittenExamplesParseInAPipeline) {
     ASSERT_TRUE(w.Close().ok());
   }
   Result<Function> parse = Function::Kernel(
-      "parse_example", {{"keys", std::vector<std::string>{"x", "label"}},
-                        {"kinds", std::vector<std::string>{"fixed", "fixed"}},
-                        {"dtypes", std::vector<DType>{DType::kInt64, DType::kInt64}},
-                        {"shapes", std::vector<PartialShape>{PartialShape{3}, PartialShape{}}}});
+      "parse_example",
+      {{"keys", std::vector<std::string>{"x", "label"}},
+       {"kinds", std::vector<std::string>{"fixed", "fixed"}},
+       {"dtypes", std::vector<DType>{DType::kInt64, DType::kInt64}},
+       {"shapes", std::vector<PartialShape>{PartialShape{3}, PartialShape{}}}});
   ASSERT_TRUE(parse.ok()) << parse.status();
   Result<std::vector<Element>> got =
       Dataset::TFRecord({path}, Compression::kGzip).Map(*parse).Collect();

@@ -1,6 +1,6 @@
 // Writing the files sluice reads: TFRecord files (tf.io.TFRecordWriter) and serialized
-// tf.train.Example records (what tf.train.Example(...).SerializeToString() gives), without
-// TensorFlow or protobuf headers.
+// tf.train.Example records (what tf.train.Example(...).SerializeToString() gives),
+// without TensorFlow or protobuf headers.
 //
 //   using namespace sluice;
 //   SLUICE_ASSIGN_OR_RETURN(io::TFRecordWriter w,
@@ -52,16 +52,16 @@ struct TFRecordOptions {
 // Writes records to one TFRecord file (tf.io.TFRecordWriter).
 //
 // Open creates or truncates the file. Write appends one record; the bytes go through a
-// buffer (and, when compressed, the deflater), so an I/O error may surface only at a later
-// Write, Flush or Close. Errors are sticky: after one, every Write, Flush and Close returns
-// an error. Close finishes the compressed stream and closes the file; it is idempotent
-// (later calls return what the first returned), and Write or Flush after it is
+// buffer (and, when compressed, the deflater), so an I/O error may surface only at a
+// later Write, Flush or Close. Errors are sticky: after one, every Write, Flush and Close
+// returns an error. Close finishes the compressed stream and closes the file; it is
+// idempotent (later calls return what the first returned), and Write or Flush after it is
 // FailedPrecondition. The destructor closes an open writer and logs (SLUICE_LOG(kError))
 // an error it cannot return, so call Close() to see it. A moved-from writer is closed.
 class TFRecordWriter {
  public:
-  // NotFound / PermissionDenied naming `path` when it cannot be created; InvalidArgument
-  // for an unknown compression.
+  // Errors name `path`: NotFound (no such directory), PermissionDenied, InvalidArgument
+  // (a directory, or an unknown compression).
   static Result<TFRecordWriter> Open(const std::string& path,
                                      const TFRecordOptions& options = {});
 
@@ -69,8 +69,8 @@ class TFRecordWriter {
   TFRecordWriter& operator=(TFRecordWriter&& other) noexcept;  // closes this one first
   ~TFRecordWriter();
 
-  // Appends one record: any bytes, empty included (records are at most 2 GiB, the reader's
-  // limit; a longer one is InvalidArgument and nothing is written).
+  // Appends one record: any bytes, empty included (records are at most 2 GiB, the
+  // reader's limit; a longer one is InvalidArgument and nothing is written).
   Status Write(std::string_view record);
   // Hands what was written so far to the OS (a sync flush of a compressed stream), so a
   // reader of the file sees every record written up to here.

@@ -14,7 +14,8 @@ struct ExampleBuilder::Impl {
 
   // The feature `key`, emptied (a key added again is replaced).
   tensorflow::Feature& Fresh(std::string_view key) {
-    tensorflow::Feature& f = (*example.mutable_features()->mutable_feature())[std::string(key)];
+    tensorflow::Feature& f =
+        (*example.mutable_features()->mutable_feature())[std::string(key)];
     f.Clear();
     return f;
   }
