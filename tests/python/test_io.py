@@ -62,12 +62,11 @@ def test_bytes_equal_tensorflow_framing(tmp_path):
     assert len(data) == sum(16 + len(r) for r in records)
 
 
-@pytest.mark.parametrize("options", [None, "", "GZIP", "ZLIB",
-                                     sluice.io.TFRecordOptions(compression_type="GZIP"),
-                                     sluice.io.TFRecordOptions("ZLIB"),
-                                     sluice.io.TFRecordOptions()])
-def test_round_trip(tmp_path, options):
-    name = sluice.io.TFRecordOptions.get_compression_type_string(options)
+@pytest.mark.parametrize("options,name", [
+    (None, ""), ("", ""), ("GZIP", "GZIP"), ("ZLIB", "ZLIB"),
+    (sluice.io.TFRecordOptions(compression_type="GZIP"), "GZIP"),
+    (sluice.io.TFRecordOptions("ZLIB"), "ZLIB"), (sluice.io.TFRecordOptions(), "")])
+def test_round_trip(tmp_path, options, name):
     path = str(tmp_path / "r.tfrecord")
     big = np.random.default_rng(1).integers(0, 256, 300 << 10, dtype=np.uint8).tobytes()
     records = [b"first", b"", big, "text \u00e9", bytearray(b"ba"), memoryview(b"mv")]
