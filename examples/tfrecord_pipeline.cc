@@ -1,7 +1,7 @@
 // A complete sluice pipeline over TFRecord shards of tf.train.Example records.
 //
 // 1. Writes 4 GZIP-compressed shards of 250 Examples each ({"x": int64[3], "label": int64})
-//    with the TFRecord writer and TensorFlow's Example schema.
+//    with the public TFRecord writer and Example builder (sluice/io.h).
 // 2. Reads them back: list_files -> interleave(tfrecord) -> map(parse_example) -> shuffle
 //    -> batch -> repeat(2), checkpointing half-way and checking that a restored iterator
 //    continues exactly like the original.
@@ -11,9 +11,8 @@
 #include <filesystem>
 #include <string>
 
-#include "formats/proto/example.pb.h"
-#include "formats/tfrecord.h"
 #include "sluice/dataset.h"
+#include "sluice/io.h"
 
 using namespace sluice;
 
@@ -22,17 +21,15 @@ namespace {
 Status WriteShards(const std::string& dir) {
   for (int shard = 0; shard < 4; ++shard) {
     std::string path = dir + "/train-" + std::to_string(shard) + ".tfrecord.gz";
-    SLUICE_ASSIGN_OR_RETURN(auto writer, TFRecordWriter::Open(path, Compression::kGzip));
+    SLUICE_ASSIGN_OR_RETURN(io::TFRecordWriter writer,
+                            io::TFRecordWriter::Open(path, {.compression = "GZIP"}));
     for (int i = 0; i < 250; ++i) {
       int64_t id = shard * 250 + i;
-      tensorflow::Example ex;
-      auto& features = *ex.mutable_features()->mutable_feature();
-      auto* x = features["x"].mutable_int64_list();
-      for (int k = 0; k < 3; ++k) x->add_value(id * 3 + k);
-      features["label"].mutable_int64_list()->add_value(id % 10);
-      SLUICE_RETURN_IF_ERROR(writer->Write(ex.SerializeAsString()));
+      io::ExampleBuilder ex;
+      ex.AddInt64("x", {id * 3, id * 3 + 1, id * 3 + 2}).AddInt64("label", id % 10);
+      SLUICE_RETURN_IF_ERROR(writer.Write(ex.Serialize()));
     }
-    SLUICE_RETURN_IF_ERROR(writer->Close());
+    SLUICE_RETURN_IF_ERROR(writer.Close());
   }
   return Status::OK();
 }

@@ -12,6 +12,8 @@
 Kernels (``sluice.image.decode_jpeg()``, ``sluice.text.tokenize(...)``,
 ``sluice.io.parse_example(...)``, or any registered one via ``sluice.kernel(name, **attrs)``)
 run in C++ without the GIL and in parallel; prefer them to Python functions on hot paths.
+``sluice.io.TFRecordWriter`` and ``sluice.io.serialize_example`` write TFRecord files of
+tf.train.Example records, as tf.io.TFRecordWriter and tf.train.Example do.
 torch tensors via DLPack: ``sluice.torch`` (imported on demand: ``import sluice.torch``).
 See docs/python.md.
 """

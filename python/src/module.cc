@@ -10,6 +10,7 @@
 //  * Iterator: GetNext without the GIL; Ctrl-C cancels the pipeline and raises
 //    KeyboardInterrupt (see SigintGuard).
 //  * Status -> Python exception mapping (classes registered by sluice/errors.py).
+//  * _TFRecordWriter and _serialize_example: sluice/io.h for sluice/io.py.
 //
 // Threading: every call into sluice that can block or run pipeline work releases the GIL;
 // Python callables re-acquire it on whichever pipeline thread runs them. Python objects
@@ -28,6 +29,7 @@
 
 #include "graph/registry.h"
 #include "sluice/dataset.h"
+#include "sluice/io.h"
 
 namespace py = pybind11;
 
@@ -1185,5 +1187,44 @@ PYBIND11_MODULE(_sluice, m) {
         for (const Element& e : Unwrap(std::move(r))) out.append(ElementToPython(e, OutMode::kNumpy));
         return out;
       });
+
+  // ---- io (sluice/io.py adds tf.io's names and argument handling) ----
+  py::class_<io::TFRecordWriter>(m, "_TFRecordWriter")
+      .def(py::init([](const std::string& path, const std::string& compression) {
+             Result<io::TFRecordWriter> w =
+                 NoGil([&] { return io::TFRecordWriter::Open(path, {compression}); });
+             return std::make_unique<io::TFRecordWriter>(Unwrap(std::move(w)));
+           }),
+           py::arg("path"), py::arg("compression"))
+      .def("write", [](io::TFRecordWriter& w, const py::bytes& record) {
+        char* p = nullptr;
+        Py_ssize_t n = 0;
+        if (PyBytes_AsStringAndSize(record.ptr(), &p, &n) != 0) throw py::error_already_set();
+        const std::string_view data(p, static_cast<size_t>(n));  // `record` stays alive
+        Check(NoGil([&] { return w.Write(data); }));
+      }, py::arg("record"))
+      .def("flush", [](io::TFRecordWriter& w) { Check(NoGil([&] { return w.Flush(); })); })
+      .def("close", [](io::TFRecordWriter& w) { Check(NoGil([&] { return w.Close(); })); })
+      .def_property_readonly("path", &io::TFRecordWriter::path)
+      .def_property_readonly("records_written", &io::TFRecordWriter::records_written);
+  m.def("_serialize_example", [](const std::vector<py::tuple>& features) {
+    io::ExampleBuilder b;
+    for (const py::tuple& f : features) {
+      const std::string key = f[0].cast<std::string>();
+      const std::string kind = f[1].cast<std::string>();
+      if (kind == "int64") {
+        b.AddInt64(key, f[2].cast<std::vector<int64_t>>());
+      } else if (kind == "float") {
+        b.AddFloat(key, f[2].cast<std::vector<float>>());
+      } else if (kind == "bytes") {
+        std::vector<std::string> values;
+        for (py::handle v : f[2]) values.push_back(v.cast<py::bytes>());
+        b.AddBytes(key, values);
+      } else {
+        throw py::value_error("sluice: unknown feature kind '" + kind + "'");
+      }
+    }
+    return py::bytes(b.Serialize());
+  }, "A serialized tf.train.Example of (key, 'int64'|'float'|'bytes', values) triples.");
 }
 

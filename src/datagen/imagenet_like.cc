@@ -2,8 +2,6 @@
 #include "datagen/imagenet_like.h"
 
 #include <fcntl.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,9 +22,9 @@
 
 #include "core/env.h"
 #include "formats/image_codec.h"
-#include "formats/proto/example.pb.h"
 #include "formats/tfrecord.h"
 #include "runtime/resources.h"
+#include "sluice/io.h"
 #include "sluice/random.h"
 
 namespace sluice {
@@ -561,20 +559,12 @@ Status WriteWholeFile(const std::string& path, std::string_view data) {
 }
 
 std::string SerializeExample(const std::string& jpeg, const ImagenetLikeImage& p) {
-  tensorflow::Example ex;
-  auto& features = *ex.mutable_features()->mutable_feature();
-  features["image/encoded"].mutable_bytes_list()->add_value(jpeg);
-  features["image/class/label"].mutable_int64_list()->add_value(p.label);
-  features["image/height"].mutable_int64_list()->add_value(p.height);
-  features["image/width"].mutable_int64_list()->add_value(p.width);
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream sos(&out);
-    google::protobuf::io::CodedOutputStream cos(&sos);
-    cos.SetSerializationDeterministic(true);  // map entries in key order
-    ex.SerializeToCodedStream(&cos);
-  }
-  return out;
+  io::ExampleBuilder ex;  // deterministic: features in key order
+  ex.AddBytes("image/encoded", jpeg)
+      .AddInt64("image/class/label", p.label)
+      .AddInt64("image/height", p.height)
+      .AddInt64("image/width", p.width);
+  return ex.Serialize();
 }
 
 // Removes files of an earlier run that follow this generator's naming (and only those).
