@@ -1,12 +1,13 @@
 # sluice: two commands for a newcomer.
 #   make demo   installs what is missing, builds, runs the main job on embedded data
 #   make test   installs what is missing, builds, runs every test
-# More: make asan | tsan | fuzz | bench | bench-peers | format | clean
+# More: make asan | tsan | threadsafety | fuzz | bench | bench-peers | format | clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_TSAN ?= build-tsan
 BUILD_FUZZ ?= build-fuzz
+BUILD_TSA  ?= build-tsa
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 # Tests left out under TSan: they parse tf.train.Example with Debian's (uninstrumented)
@@ -18,7 +19,7 @@ FUZZ_SECONDS ?= 30
 TSAN_EXCLUDE ?= ExampleWireTest|ParseExampleTest|ParseSequenceExampleTest|example\.tfrecord_pipeline|GeneratedSetTest\.TfrecordShardsParseBack|SerializeTest\.EveryRegisteredKernelRoundTrips|SpecTest\.ImagenetSpecRuns
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test asan tsan fuzz bench bench-peers format clean
+.PHONY: all deps build demo test asan tsan threadsafety fuzz bench bench-peers format clean
 
 all: build
 
@@ -50,6 +51,21 @@ tsan: deps
 	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(BUILD_TSAN) -j $(JOBS) --output-on-failure --timeout 900 \
 	  -E '$(TSAN_EXCLUDE)' 
 
+# clang's -Wthread-safety over the library and the CLI (compile only, no test run): an
+# access to GUARDED_BY state without its mutex is an error (src/core/thread_annotations.h).
+# Then checks that clang still rejects tests/compile_fail/unguarded_access.cc (its three
+# deliberate errors), so annotations that became no-ops cannot pass unnoticed.
+TSA_FLAGS ?= -Wthread-safety -Wthread-safety-beta -Werror=thread-safety -Werror=thread-safety-beta
+threadsafety: deps
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_TSA) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS="$(TSA_FLAGS)" -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
+	  -DSLUICE_BUILD_PYTHON=OFF
+	cmake --build $(BUILD_TSA) -j $(JOBS) --target sluice sluice_cli
+	@n=$$(clang++ -std=c++20 -Isrc $(TSA_FLAGS) -fsyntax-only \
+	  tests/compile_fail/unguarded_access.cc 2>&1 | grep -c 'error: .*thread-safety'); \
+	if [ "$$n" = 3 ]; then echo "threadsafety: clean; the deliberate violations are rejected"; \
+	else echo "threadsafety: expected 3 errors from tests/compile_fail/unguarded_access.cc, got $$n"; exit 1; fi
+
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
@@ -69,4 +85,4 @@ format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_FUZZ) compile_commands.json
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_TSA) $(BUILD_FUZZ) compile_commands.json

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   g++ cmake ninja-build make ccache pkg-config
-  clang libclang-rt-14-dev          # libFuzzer and sanitizer runtimes for `make fuzz`
+  clang libclang-rt-14-dev          # `make fuzz` (libFuzzer, sanitizer runtimes), `make threadsafety`
   # libraries
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler

@@ -26,7 +26,7 @@ std::unique_ptr<Autotuner> Autotuner::Start(Runtime* runtime,
   std::unique_ptr<Autotuner> t(new Autotuner(runtime, std::move(snapshot)));
   Autotuner* self = t.get();
   auto start = [self] {
-    std::lock_guard<std::mutex> l(self->mu_);
+    MutexLock l(&self->mu_);
     if (self->started_ || self->stop_) return;
     self->started_ = true;
     self->thread_ = std::thread([self] { self->Loop(); });
@@ -43,10 +43,10 @@ Autotuner::Autotuner(Runtime* runtime, std::function<PipelineStats()> snapshot)
 Autotuner::~Autotuner() {
   runtime_->tunables().SetListener(nullptr);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -63,12 +63,12 @@ void Autotuner::Loop() {
   auto interval = kFastInterval;
   int stable = 0;
   uint64_t generation = runtime_->tunables().generation();
-  std::unique_lock<std::mutex> l(mu_);
-  while (!cv_.wait_for(l, interval, [this] { return stop_; })) {
-    l.unlock();
+  MutexLock l(&mu_);
+  while (!cv_.WaitFor(&mu_, interval, [this]() REQUIRES(mu_) { return stop_; })) {
+    l.Unlock();
     const bool changed = Round();
     const uint64_t g = runtime_->tunables().generation();
-    l.lock();
+    l.Lock();
     if (changed || g != generation) {
       interval = kFastInterval;
       stable = 0;

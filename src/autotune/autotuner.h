@@ -38,13 +38,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "runtime/runtime.h"
 #include "sluice/dataset.h"
 
@@ -83,11 +82,12 @@ class Autotuner {
   std::atomic<int64_t> rounds_{0};
   std::atomic<int64_t> changes_{0};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;         // GUARDED_BY(mu_)
-  bool started_ = false;      // GUARDED_BY(mu_)
-  std::thread thread_;        // GUARDED_BY(mu_) until started, then joined by ~Autotuner
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  // Joined by ~Autotuner once the listener is gone.
+  std::thread thread_ GUARDED_BY(mu_);
 
   // Tuning thread only: the window since the previous round's figures.
   StatsWindow window_;

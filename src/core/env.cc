@@ -395,17 +395,17 @@ Result<std::unique_ptr<RandomAccessFile>> CountingEnv::NewRandomAccessFile(
 }
 
 void CountingEnv::Count(const std::string& path, uint64_t n) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   bytes_[path] += n;
 }
 
 std::map<std::string, uint64_t> CountingEnv::BytesReadPerFile() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return bytes_;
 }
 
 uint64_t CountingEnv::TotalBytesRead() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   uint64_t total = 0;
   for (const auto& [path, n] : bytes_) total += n;
   return total;

@@ -30,11 +30,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "sluice/options.h"
 #include "sluice/status.h"
 
@@ -193,8 +193,8 @@ class CountingEnv : public EnvWrapper {
   void Count(const std::string& path, uint64_t n);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, uint64_t> bytes_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, uint64_t> bytes_ GUARDED_BY(mu_);
 };
 
 // The Env for file access while datasets are built on this thread (see above).

@@ -2,8 +2,9 @@
 
 #include <atomic>
 #include <cmath>
-#include <mutex>
 #include <random>
+
+#include "core/mutex.h"
 
 namespace sluice {
 
@@ -107,9 +108,9 @@ uint64_t ResolveSeed(std::optional<int64_t> op_seed) {
     return HashCombine(global.value_or(kDefaultGraphSeed), static_cast<uint64_t>(*op_seed));
   }
   if (global) return HashCombine(*global, 0x5eed0000u + g_op_counter.fetch_add(1));
-  static std::mutex mu;
-  static std::random_device rd;
-  std::lock_guard<std::mutex> l(mu);
+  static Mutex mu;
+  static std::random_device rd GUARDED_BY(mu);
+  MutexLock l(&mu);
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 

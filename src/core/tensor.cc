@@ -2,10 +2,11 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <new>
 #include <vector>
 #include <sstream>
+
+#include "core/mutex.h"
 
 namespace sluice {
 
@@ -272,7 +273,7 @@ class LargeBlockCache {
     return *cache;
   }
   void* Take(size_t block_bytes) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (size_t i = 0; i < blocks_.size(); ++i) {
       if (blocks_[i].bytes == block_bytes) {
         void* p = blocks_[i].mem;
@@ -287,7 +288,7 @@ class LargeBlockCache {
   void Put(void* mem, size_t block_bytes) {
     std::vector<void*> drop;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (block_bytes > capacity()) {
         drop.push_back(mem);
       } else {
@@ -306,7 +307,7 @@ class LargeBlockCache {
   void SetCapacity(size_t bytes) {
     std::vector<void*> drop;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       capacity_.store(bytes, std::memory_order_relaxed);
       while (!blocks_.empty() && bytes_ > bytes) {
         drop.push_back(blocks_.front().mem);
@@ -320,7 +321,7 @@ class LargeBlockCache {
   // tries the cache once.
   size_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
   size_t bytes() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return bytes_;
   }
 
@@ -337,9 +338,9 @@ class LargeBlockCache {
     void* mem;
     size_t bytes;
   };
-  std::mutex mu_;
-  std::vector<Block> blocks_;
-  size_t bytes_ = 0;
+  Mutex mu_;
+  std::vector<Block> blocks_ GUARDED_BY(mu_);
+  size_t bytes_ GUARDED_BY(mu_) = 0;
   std::atomic<size_t> capacity_{0};
 };
 

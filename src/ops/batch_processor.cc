@@ -4,9 +4,9 @@
 #include "ops/batch_processor.h"
 
 #include <algorithm>
-#include <mutex>
 #include <utility>
 
+#include "core/mutex.h"
 #include "ops/op_util.h"
 
 namespace sluice {
@@ -98,7 +98,7 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
   bool have_out = false;
   std::vector<Tensor> slots;  // row r of each output tensor (pre-allocated output)
   if (!static_row_.empty() && end > begin) {
-    std::lock_guard<std::mutex> l(u->mu);
+    MutexLock l(&u->mu);
     if (u->output.empty()) {
       std::vector<Tensor> batch;
       for (const StaticComponent& c : static_row_) batch.push_back(BatchTensor(c.dtype, c.shape, n));
@@ -122,7 +122,7 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
       if (!s.ok()) {
         // The batch fails; the lowest failed row's error is the one reported. Returning
         // OK keeps the buffer from recording a scheduling-dependent "first" error.
-        std::lock_guard<std::mutex> l(u->mu);
+        MutexLock l(&u->mu);
         if (u->status_row < 0 || r < u->status_row) {
           u->status = ElementError(s, u->first_position + r, source);
           u->status_row = r;
@@ -131,7 +131,7 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
       }
     }
     if (!have_out) {
-      std::lock_guard<std::mutex> l(u->mu);
+      MutexLock l(&u->mu);
       if (u->output.empty() && !row.empty()) u->output = AllocateBatch(row, n);
       out = u->output.tensors();
       have_out = true;

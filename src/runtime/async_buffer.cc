@@ -85,8 +85,8 @@ AsyncBufferIterator::~AsyncBufferIterator() {
   capacity_knob_.Reset();
   Cancel();
   if (runner_.joinable()) runner_.join();
-  std::unique_lock<std::mutex> l(mu_);
-  idle_cv_.wait(l, [this] { return running_tasks_ == 0; });
+  MutexLock l(&mu_);
+  idle_cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return running_tasks_ == 0; });
   for (const auto& s : slots_) runtime_->memory().Release(s->reserved);
   slots_.clear();
 }
@@ -117,7 +117,10 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
   }
   set_parallelism(p);
   set_capacity(c);
-  estimate_ = processor_->StaticOutputBytes();
+  {
+    MutexLock l(&mu_);
+    estimate_ = processor_->StaticOutputBytes();
+  }
   SLUICE_ASSIGN_OR_RETURN(input_, MakeInput(ctx));
   return Status::OK();
 }
@@ -128,7 +131,7 @@ void AsyncBufferIterator::set_parallelism(int64_t p) {
   if (capacity_follows_) set_capacity(processor_->Capacity(parallelism()));
   std::vector<Part> start;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     start = TakePartsToStart();
   }
   Schedule(std::move(start));
@@ -137,27 +140,27 @@ void AsyncBufferIterator::set_parallelism(int64_t p) {
 void AsyncBufferIterator::set_capacity(int64_t c) {
   capacity_.store(std::max<int64_t>(1, c), std::memory_order_relaxed);
   RecordBufferLimit(capacity());
-  std::lock_guard<std::mutex> l(mu_);
-  runner_cv_.notify_all();
+  MutexLock l(&mu_);
+  runner_cv_.SignalAll();
 }
 
 void AsyncBufferIterator::Cancel() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     cancelled_ = true;
     pending_.clear();
   }
-  runner_cv_.notify_all();
-  consumer_cv_.notify_all();
-  idle_cv_.notify_all();
+  runner_cv_.SignalAll();
+  consumer_cv_.SignalAll();
+  idle_cv_.SignalAll();
   IteratorBase::Cancel();
 }
 
 void AsyncBufferIterator::RunnerLoop() {
   SetCurrentThreadName("sluice-" + node().op());
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (true) {
-    runner_cv_.wait(l, [this] {
+    runner_cv_.Wait(&mu_, [this]() REQUIRES(mu_) {
       return cancelled_ || (!paused_ && static_cast<int64_t>(slots_.size()) < capacity());
     });
     if (cancelled_) break;
@@ -174,13 +177,13 @@ void AsyncBufferIterator::RunnerLoop() {
     if (admitted) {
       reserve = std::max<int64_t>(estimate_, 0);
     } else if (!UrgentLocked()) {
-      runner_cv_.wait_for(l, kBudgetRetry);
+      runner_cv_.WaitFor(&mu_, kBudgetRetry);
       continue;
     }
     auto slot = std::make_unique<Slot>();
     slot->reserved = reserve;
     fetching_ = true;
-    l.unlock();
+    l.Unlock();
     // Pull one unit from the input. On an input error the rows pulled before it are
     // dropped and the slot carries the error (as the sequential batch does).
     const int64_t want = processor_->inputs_per_unit();
@@ -217,14 +220,14 @@ void AsyncBufferIterator::RunnerLoop() {
       }
       slot->reserved += scope.TakeTransferred();
     }
-    l.lock();
+    l.Lock();
     fetching_ = false;
-    idle_cv_.notify_all();
+    idle_cv_.SignalAll();
     const int64_t n = static_cast<int64_t>(slot->unit.inputs.size());
     if (end && (n == 0 || processor_->drop_partial_unit())) {
       runtime_->memory().Release(slot->reserved);
       input_end_ = true;
-      consumer_cv_.notify_all();
+      consumer_cv_.SignalAll();
       break;
     }
     if (end) input_end_ = true;
@@ -238,18 +241,18 @@ void AsyncBufferIterator::RunnerLoop() {
       CompleteLocked(s, error);
     } else if (parts == 0) {
       // Inline (prefetch): finish on this thread, outside the lock.
-      l.unlock();
+      l.Unlock();
       Result<std::optional<Element>> out =
           FinishSafely([&] { return processor_->Finish(&s->unit); });
-      l.lock();
+      l.Lock();
       CompleteLocked(s, std::move(out));
     } else {
       s->parts = s->parts_left = parts;
       for (int i = 0; i < parts; ++i) pending_.push_back(Part{s, i});
       std::vector<Part> start = TakePartsToStart();
-      l.unlock();
+      l.Unlock();
       Schedule(std::move(start));
-      l.lock();
+      l.Lock();
     }
     PublishGaugesLocked();
     if (input_end_) break;
@@ -287,33 +290,38 @@ void AsyncBufferIterator::RunPart(Part p) {
     st = StatusFromException(node().op());
   }
   if (!st.ok()) {
-    std::lock_guard<std::mutex> g(p.slot->unit.mu);
+    MutexLock g(&p.slot->unit.mu);
     if (p.slot->unit.status.ok()) p.slot->unit.status = st;
   }
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   --running_parts_;
   const bool last = --p.slot->parts_left == 0;
   std::vector<Part> start = TakePartsToStart();
   if (last) {
-    l.unlock();
+    l.Unlock();
     Result<std::optional<Element>> out{std::nullopt};
-    if (p.slot->unit.status.ok()) {
+    Status unit_status;
+    {
+      MutexLock g(&p.slot->unit.mu);
+      unit_status = p.slot->unit.status;
+    }
+    if (unit_status.ok()) {
       out = FinishSafely([&] { return processor_->Finish(&p.slot->unit); });
     } else {
-      out = p.slot->unit.status;
+      out = std::move(unit_status);
     }
     timer.reset();
-    l.lock();
+    l.Lock();
     CompleteLocked(p.slot, std::move(out));
     PublishGaugesLocked();
   }
   timer.reset();
-  l.unlock();
+  l.Unlock();
   Schedule(std::move(start));
-  l.lock();
+  l.Lock();
   // Last touch of `this`: the destructor waits for running_tasks_ == 0 under mu_.
   --running_tasks_;
-  idle_cv_.notify_all();
+  idle_cv_.SignalAll();
 }
 
 void AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>> result) {
@@ -332,10 +340,10 @@ void AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>>
   s->reserved = bytes;
   if (s->result.ok() && s->result->has_value() && bytes > estimate_) {
     estimate_ = bytes;
-    runner_cv_.notify_all();  // it may be waiting for the first size
+    runner_cv_.SignalAll();  // it may be waiting for the first size
   }
-  consumer_cv_.notify_all();
-  idle_cv_.notify_all();
+  consumer_cv_.SignalAll();
+  idle_cv_.SignalAll();
 }
 
 std::unique_ptr<AsyncBufferIterator::Slot> AsyncBufferIterator::TakeReadyLocked() {
@@ -356,7 +364,7 @@ std::unique_ptr<AsyncBufferIterator::Slot> AsyncBufferIterator::TakeReadyLocked(
     runtime_->memory().Release(s->reserved);
   }
   s->reserved = 0;
-  runner_cv_.notify_all();
+  runner_cv_.SignalAll();
   return s;
 }
 
@@ -370,7 +378,7 @@ void AsyncBufferIterator::PublishGaugesLocked() {
 }
 
 Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!runner_started_ && !cancelled_) {
     runner_started_ = true;
     if (!input_end_) runner_ = std::thread([this] { RunnerLoop(); });
@@ -393,8 +401,8 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
       ++waiting_unreserved_;
     }
     starving_.store(true, std::memory_order_relaxed);
-    runner_cv_.notify_all();
-    consumer_cv_.wait(l);
+    runner_cv_.SignalAll();
+    consumer_cv_.Wait(&mu_);
     starving_.store(false, std::memory_order_relaxed);
     if (waiter != nullptr) {
       reserved_waiters_.erase(
@@ -411,16 +419,16 @@ bool AsyncBufferIterator::QuiescentLocked() const {
 }
 
 Status AsyncBufferIterator::SaveInternal(CheckpointWriter* w) const {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   paused_ = true;
-  idle_cv_.wait(l, [this] { return cancelled_ || QuiescentLocked(); });
-  struct Unpause {
-    const AsyncBufferIterator* self;
-    ~Unpause() {
-      self->paused_ = false;
-      self->runner_cv_.notify_all();
-    }
-  } unpause{this};
+  idle_cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return cancelled_ || QuiescentLocked(); });
+  Status st = SaveLocked(w);
+  paused_ = false;
+  runner_cv_.SignalAll();
+  return st;
+}
+
+Status AsyncBufferIterator::SaveLocked(CheckpointWriter* w) const {
   if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
   w->WriteInt(prefix(), "input_end", input_end_ ? 1 : 0);
   w->WriteInt(prefix(), "next_position", next_position_);
@@ -443,7 +451,7 @@ Status AsyncBufferIterator::SaveInternal(CheckpointWriter* w) const {
 }
 
 Status AsyncBufferIterator::RestoreInternal(const CheckpointReader& r) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (runner_started_) {
     return FailedPreconditionError(node().op() + ": Restore after GetNext");
   }

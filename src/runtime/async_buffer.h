@@ -46,13 +46,12 @@
 #define SLUICE_RUNTIME_ASYNC_BUFFER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "graph/op_def.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
@@ -64,13 +63,15 @@ struct WorkUnit {
   std::vector<Element> inputs;
   int64_t first_position = 0;  // input position of inputs[0] (for FunctionContext)
   // Output under construction (batching ops allocate it from the first finished row).
+  // Allocated under `mu` by the first part that needs it; Finish reads it without `mu`,
+  // after every part returned.
   Element output;
-  std::mutex mu;  // guards output allocation and `status` among concurrent parts
-  Status status;  // the first error of any part
+  Mutex mu;  // guards output allocation and `status` among concurrent parts
+  Status status GUARDED_BY(mu);  // the first error of any part
   // For processors that set `status` themselves under `mu` and return OK from ProcessPart
   // (batching ops: the lowest failed row wins, so the error does not depend on
-  // scheduling): the input row `status` came from; -1 when none. Guarded by mu.
-  int64_t status_row = -1;
+  // scheduling): the input row `status` came from; -1 when none.
+  int64_t status_row GUARDED_BY(mu) = -1;
 };
 
 // What an operator does to each unit. Implementations are immutable after construction
@@ -131,6 +132,8 @@ class AsyncBufferIterator final : public IteratorBase {
   Status RestoreInternal(const CheckpointReader& r) override;
 
  private:
+  // Once in slots_, a slot's fields other than `unit` (and `parts`, fixed before its
+  // parts are scheduled) are guarded by mu_ (which the analysis cannot name from here).
   struct Slot {
     WorkUnit unit;
     int parts = 0;       // parts the unit was split into
@@ -144,22 +147,24 @@ class AsyncBufferIterator final : public IteratorBase {
     int index;
   };
 
-  void RunnerLoop();
-  // Takes parts to start while under the parallelism limit (mu_ held); the caller
-  // schedules them after unlocking.
-  std::vector<Part> TakePartsToStart();
-  void Schedule(std::vector<Part> parts);
-  void RunPart(Part p);
-  // Marks a slot done with its result and settles its reservation (mu_ held).
-  void CompleteLocked(Slot* s, Result<std::optional<Element>> result);
-  // Takes a ready slot (deterministic: only the oldest), or null (mu_ held).
-  std::unique_ptr<Slot> TakeReadyLocked();
-  bool QuiescentLocked() const;
+  void RunnerLoop() EXCLUDES(mu_);
+  // Takes parts to start while under the parallelism limit; the caller schedules them
+  // after unlocking.
+  std::vector<Part> TakePartsToStart() REQUIRES(mu_);
+  void Schedule(std::vector<Part> parts) EXCLUDES(mu_);
+  void RunPart(Part p) EXCLUDES(mu_);
+  // Marks a slot done with its result and settles its reservation.
+  void CompleteLocked(Slot* s, Result<std::optional<Element>> result) REQUIRES(mu_);
+  // Takes a ready slot (deterministic: only the oldest), or null.
+  std::unique_ptr<Slot> TakeReadyLocked() REQUIRES(mu_);
+  bool QuiescentLocked() const REQUIRES(mu_);
   // Whether the buffer must fetch even with the budget full: it is empty and its consumer
   // cannot progress otherwise (a user or unreserved runner waits, or a waiting runner's own
   // buffer is starving). Deadlock-freedom rests on this (memory_budget.h).
-  bool UrgentLocked() const;
-  void PublishGaugesLocked();
+  bool UrgentLocked() const REQUIRES(mu_);
+  void PublishGaugesLocked() REQUIRES(mu_);
+  // SaveInternal's work once the runner is paused and the parts are idle.
+  Status SaveLocked(CheckpointWriter* w) const REQUIRES(mu_);
 
   std::unique_ptr<const UnitProcessor> processor_;
   const AsyncBufferOptions options_;
@@ -171,27 +176,27 @@ class AsyncBufferIterator final : public IteratorBase {
   bool capacity_follows_ = false;  // set by Initialize, then read-only
   TunableRegistry::Registration parallelism_knob_, capacity_knob_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable runner_cv_;    // room in the buffer, unpaused, cancelled
-  std::condition_variable consumer_cv_;  // a slot became ready, end, cancelled
-  mutable std::condition_variable idle_cv_;  // fetch finished, a part finished
-  std::deque<std::unique_ptr<Slot>> slots_;  // GUARDED_BY(mu_)
-  std::deque<Part> pending_;                 // GUARDED_BY(mu_)
-  int64_t running_tasks_ = 0;                // GUARDED_BY(mu_), scheduled, not yet returned
-  int64_t running_parts_ = 0;                // GUARDED_BY(mu_), counted against parallelism
+  mutable Mutex mu_;
+  mutable CondVar runner_cv_;  // room in the buffer, unpaused, cancelled
+  CondVar consumer_cv_;        // a slot became ready, end, cancelled
+  mutable CondVar idle_cv_;    // fetch finished, a part finished
+  std::deque<std::unique_ptr<Slot>> slots_ GUARDED_BY(mu_);
+  std::deque<Part> pending_ GUARDED_BY(mu_);
+  int64_t running_tasks_ GUARDED_BY(mu_) = 0;  // scheduled, not yet returned
+  int64_t running_parts_ GUARDED_BY(mu_) = 0;  // counted against parallelism
   // Consumers blocked in GetNext: those holding no budget (users, runners fetching an
   // unreserved unit), and runners that reserved, by their buffers' starving flags.
-  int waiting_unreserved_ = 0;                                  // GUARDED_BY(mu_)
-  std::vector<const std::atomic<bool>*> reserved_waiters_;     // GUARDED_BY(mu_)
+  int waiting_unreserved_ GUARDED_BY(mu_) = 0;
+  std::vector<const std::atomic<bool>*> reserved_waiters_ GUARDED_BY(mu_);
   // True while a consumer waits here with nothing ready (read by upstream buffers).
   std::atomic<bool> starving_{false};
-  bool fetching_ = false;                    // GUARDED_BY(mu_), runner inside input GetNext
-  mutable bool paused_ = false;              // GUARDED_BY(mu_), Save in progress
-  bool cancelled_ = false;                   // GUARDED_BY(mu_)
-  bool input_end_ = false;                   // GUARDED_BY(mu_)
-  bool runner_started_ = false;              // GUARDED_BY(mu_)
-  int64_t next_position_ = 0;                // GUARDED_BY(mu_), input elements fetched
-  int64_t estimate_ = -1;                    // GUARDED_BY(mu_), bytes per output; -1 unknown
+  bool fetching_ GUARDED_BY(mu_) = false;        // runner inside input GetNext
+  mutable bool paused_ GUARDED_BY(mu_) = false;  // Save in progress
+  bool cancelled_ GUARDED_BY(mu_) = false;
+  bool input_end_ GUARDED_BY(mu_) = false;
+  bool runner_started_ GUARDED_BY(mu_) = false;
+  int64_t next_position_ GUARDED_BY(mu_) = 0;  // input elements fetched
+  int64_t estimate_ GUARDED_BY(mu_) = -1;      // bytes per output; -1 unknown
   std::thread runner_;
 };
 

@@ -21,32 +21,32 @@ ThreadPool::ThreadPool(int num_threads, std::string name) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (std::thread& t : threads_) t.join();
 }
 
 void ThreadPool::Schedule(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     queue_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void ThreadPool::WorkerLoop() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (true) {
-    cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+    cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ and drained
     std::function<void()> task = std::move(queue_.front());
     queue_.pop_front();
-    l.unlock();
+    l.Unlock();
     task();
     task = nullptr;  // destroy captures outside the lock
-    l.lock();
+    l.Lock();
   }
 }
 

@@ -26,18 +26,18 @@ void IteratorBase::DetachFromParent() {
 
 IteratorBase::~IteratorBase() {
   DetachFromParent();
-  std::lock_guard<std::mutex> l(children_mu_);
+  MutexLock l(&children_mu_);
   for (IteratorBase* c : children_) c->parent_ = nullptr;
 }
 
 void IteratorBase::Link(IteratorBase* child) const {
-  std::lock_guard<std::mutex> l(children_mu_);
+  MutexLock l(&children_mu_);
   children_.push_back(child);
   child->parent_ = const_cast<IteratorBase*>(this);
 }
 
 void IteratorBase::Unlink(IteratorBase* child) const {
-  std::lock_guard<std::mutex> l(children_mu_);
+  MutexLock l(&children_mu_);
   // The child's totals stay with the parent (consumed counts, exclusive CPU).
   NodeStats& cs = child->stats_;
   stats_.dead_children_produced.fetch_add(cs.elements_produced.load(std::memory_order_relaxed),
@@ -75,7 +75,7 @@ void IteratorBase::Cancel() {
   // Set before walking the children: MakeChild links a child, then cancels it if this
   // flag is set, so a child made concurrently is reached one way or the other.
   cancelled_.store(true, std::memory_order_seq_cst);
-  std::lock_guard<std::mutex> l(children_mu_);
+  MutexLock l(&children_mu_);
   for (IteratorBase* c : children_) c->Cancel();
 }
 
@@ -169,7 +169,7 @@ void IteratorBase::CollectStats(std::vector<IteratorStats>* out, int parent) con
   int64_t bytes_in = stats_.dead_children_bytes.load(std::memory_order_relaxed);
   int64_t children_cpu = stats_.dead_children_cpu_ns.load(std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> l(children_mu_);
+    MutexLock l(&children_mu_);
     for (const IteratorBase* c : children_) {
       consumed += c->stats_.elements_produced.load(std::memory_order_relaxed);
       bytes_in += c->stats_.EstimatedBytesProduced();

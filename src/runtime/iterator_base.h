@@ -25,11 +25,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "graph/dataset_node.h"
 #include "runtime/checkpoint.h"
 #include "runtime/node_stats.h"
@@ -199,8 +199,8 @@ class IteratorBase {
   int64_t node_id_ = -1;
   SpanRecorder* spans_ = nullptr;
   mutable NodeStats stats_;  // mutable: Unlink (const) leaves dead children's totals here
-  mutable std::mutex children_mu_;
-  mutable std::vector<IteratorBase*> children_;  // GUARDED_BY(children_mu_)
+  mutable Mutex children_mu_;
+  mutable std::vector<IteratorBase*> children_ GUARDED_BY(children_mu_);
   mutable IteratorBase* parent_ = nullptr;
   std::atomic<bool> cancelled_{false};
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/mutex.h"
 #include "runtime/node_stats.h"
 #include "runtime/resources.h"
 
@@ -11,11 +12,11 @@ namespace {
 // Reading /proc and cgroup files costs tens of microseconds; pipelines are made often (every
 // epoch of a for loop), so the figures are refreshed at most once a second.
 void Resources(int* cores, int64_t* memory) {
-  static std::mutex mu;
-  static int64_t read_at = -1;
-  static int cached_cores = 1;
-  static int64_t cached_memory = 0;
-  std::lock_guard<std::mutex> l(mu);
+  static Mutex mu;
+  static int64_t read_at GUARDED_BY(mu) = -1;
+  static int cached_cores GUARDED_BY(mu) = 1;
+  static int64_t cached_memory GUARDED_BY(mu) = 0;
+  MutexLock l(&mu);
   const int64_t now = MonotonicNs();
   if (read_at < 0 || now - read_at > 1000000000) {
     cached_cores = AvailableCores();

@@ -23,7 +23,7 @@ SplitProvider::~SplitProvider() = default;
 Result<std::optional<Tensor>> SplitProvider::GetNext() { return Take(nullptr); }
 
 Result<std::optional<Tensor>> SplitProvider::Take(const SplitConsumer* consumer) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::optional<Tensor> split;
   if (!returned_.empty()) {
     split = std::move(returned_.front());
@@ -39,7 +39,7 @@ Result<std::optional<Tensor>> SplitProvider::Take(const SplitConsumer* consumer)
 }
 
 Status SplitProvider::Reset() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   returned_.clear();
   for (auto& [c, log] : taken_) {
     if (log) log->clear();
@@ -48,7 +48,7 @@ Status SplitProvider::Reset() {
 }
 
 Status SplitProvider::Save(CheckpointWriter* w, std::string_view prefix) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   int64_t n = 0;
   auto put = [&](const Tensor& t) {
     w->WriteTensor(prefix, "returned" + std::to_string(n++), t);
@@ -64,7 +64,7 @@ Status SplitProvider::Save(CheckpointWriter* w, std::string_view prefix) const {
 }
 
 Status SplitProvider::Restore(const CheckpointReader& r, std::string_view prefix) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   SLUICE_ASSIGN_OR_RETURN(int64_t n, r.ReadInt(prefix, "returned"));
   if (n < 0 || n > kMaxReturned) {
     return DataLossError(name() + ": checkpoint holds " + std::to_string(n) +
@@ -83,17 +83,17 @@ Status SplitProvider::Restore(const CheckpointReader& r, std::string_view prefix
 }
 
 void SplitProvider::Register(const SplitConsumer* c) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   taken_[c];
 }
 
 void SplitProvider::Unregister(const SplitConsumer* c) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   taken_.erase(c);
 }
 
 void SplitProvider::Mark(const SplitConsumer* c) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = taken_.find(c);
   if (it == taken_.end()) return;
   if (it->second) {

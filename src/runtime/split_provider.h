@@ -33,12 +33,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "runtime/checkpoint.h"
 #include "sluice/status.h"
 #include "sluice/tensor.h"
@@ -74,13 +74,19 @@ class SplitProvider {
   SplitProvider() = default;
 
   // Hooks of the methods above (which add the returned splits and consumers' logs),
-  // called with the provider's mutex held.
-  virtual Result<std::optional<Tensor>> GetNextLocked() = 0;
-  virtual Status ResetLocked() = 0;
-  virtual Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const = 0;
-  virtual Status RestoreLocked(const CheckpointReader& r, std::string_view prefix) = 0;
+  // called with the provider's mutex held. Overrides repeat the REQUIRES(mu_) and mark
+  // their own state GUARDED_BY(mu_).
+  virtual Result<std::optional<Tensor>> GetNextLocked() REQUIRES(mu_) = 0;
+  virtual Status ResetLocked() REQUIRES(mu_) = 0;
+  virtual Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const
+      REQUIRES(mu_) = 0;
+  virtual Status RestoreLocked(const CheckpointReader& r, std::string_view prefix)
+      REQUIRES(mu_) = 0;
   // For messages: "IndexSplitProvider", ...
   virtual std::string name() const = 0;
+
+  // The provider's mutex, held around the *Locked hooks.
+  mutable Mutex mu_;
 
  private:
   friend class SplitConsumer;
@@ -90,13 +96,12 @@ class SplitProvider {
   void Unregister(const SplitConsumer* c);
   void Mark(const SplitConsumer* c);
 
-  mutable std::mutex mu_;
   // Splits to hand out again before any new one (from a restored checkpoint).
-  std::deque<Tensor> returned_;  // GUARDED_BY(mu_)
+  std::deque<Tensor> returned_ GUARDED_BY(mu_);
   // Per live consumer: the splits it took since its last checkpoint; nullopt until its
   // first (nothing to return before it: no checkpoint of that iterator exists).
-  std::map<const SplitConsumer*, std::optional<std::vector<Tensor>>>
-      taken_;  // GUARDED_BY(mu_)
+  std::map<const SplitConsumer*, std::optional<std::vector<Tensor>>> taken_
+      GUARDED_BY(mu_);
 };
 
 // Splits 0 .. n - 1 as int64 scalars, in order (tf.data's IndexSplitProvider). A negative
@@ -107,15 +112,17 @@ class IndexSplitProvider : public SplitProvider {
   int64_t Cardinality() const override { return n_; }
 
  protected:
-  Result<std::optional<Tensor>> GetNextLocked() override;
-  Status ResetLocked() override;
-  Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const override;
-  Status RestoreLocked(const CheckpointReader& r, std::string_view prefix) override;
+  Result<std::optional<Tensor>> GetNextLocked() REQUIRES(mu_) override;
+  Status ResetLocked() REQUIRES(mu_) override;
+  Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const
+      REQUIRES(mu_) override;
+  Status RestoreLocked(const CheckpointReader& r, std::string_view prefix)
+      REQUIRES(mu_) override;
   std::string name() const override { return "IndexSplitProvider"; }
 
  private:
   const int64_t n_;
-  int64_t next_ = 0;
+  int64_t next_ GUARDED_BY(mu_) = 0;
 };
 
 // The given strings (file names) as string scalars, in order. Checkpoint: "next".
@@ -125,15 +132,17 @@ class ListSplitProvider : public SplitProvider {
   int64_t Cardinality() const override { return static_cast<int64_t>(items_.size()); }
 
  protected:
-  Result<std::optional<Tensor>> GetNextLocked() override;
-  Status ResetLocked() override;
-  Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const override;
-  Status RestoreLocked(const CheckpointReader& r, std::string_view prefix) override;
+  Result<std::optional<Tensor>> GetNextLocked() REQUIRES(mu_) override;
+  Status ResetLocked() REQUIRES(mu_) override;
+  Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const
+      REQUIRES(mu_) override;
+  Status RestoreLocked(const CheckpointReader& r, std::string_view prefix)
+      REQUIRES(mu_) override;
   std::string name() const override { return "ListSplitProvider"; }
 
  private:
   const std::vector<std::string> items_;
-  int64_t next_ = 0;
+  int64_t next_ GUARDED_BY(mu_) = 0;
 };
 
 // Static sharding of another provider: of the splits `inner` hands out, those at
@@ -148,10 +157,12 @@ class ShardingSplitProvider : public SplitProvider {
   int64_t Cardinality() const override;
 
  protected:
-  Result<std::optional<Tensor>> GetNextLocked() override;
-  Status ResetLocked() override;
-  Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const override;
-  Status RestoreLocked(const CheckpointReader& r, std::string_view prefix) override;
+  Result<std::optional<Tensor>> GetNextLocked() REQUIRES(mu_) override;
+  Status ResetLocked() REQUIRES(mu_) override;
+  Status SaveLocked(CheckpointWriter* w, std::string_view prefix) const
+      REQUIRES(mu_) override;
+  Status RestoreLocked(const CheckpointReader& r, std::string_view prefix)
+      REQUIRES(mu_) override;
   std::string name() const override { return "ShardingSplitProvider"; }
 
  private:
@@ -160,7 +171,7 @@ class ShardingSplitProvider : public SplitProvider {
       : num_shards_(num_shards), index_(index), inner_(std::move(inner)) {}
   const int64_t num_shards_, index_;
   const std::shared_ptr<SplitProvider> inner_;
-  int64_t seen_ = 0;  // inner splits taken
+  int64_t seen_ GUARDED_BY(mu_) = 0;  // inner splits taken
 };
 
 // One top-level iterator's handle on a shared provider (made by Dataset::MakeIterator
@@ -187,12 +198,14 @@ class SplitConsumer final : public SplitProvider {
 
  protected:
   // Unused: the public methods above forward to the shared provider.
-  Result<std::optional<Tensor>> GetNextLocked() override { return shared_->Take(this); }
-  Status ResetLocked() override { return Status::OK(); }
-  Status SaveLocked(CheckpointWriter*, std::string_view) const override {
+  Result<std::optional<Tensor>> GetNextLocked() REQUIRES(mu_) override {
+    return shared_->Take(this);
+  }
+  Status ResetLocked() REQUIRES(mu_) override { return Status::OK(); }
+  Status SaveLocked(CheckpointWriter*, std::string_view) const REQUIRES(mu_) override {
     return Status::OK();
   }
-  Status RestoreLocked(const CheckpointReader&, std::string_view) override {
+  Status RestoreLocked(const CheckpointReader&, std::string_view) REQUIRES(mu_) override {
     return Status::OK();
   }
   std::string name() const override { return "SplitConsumer"; }

@@ -21,7 +21,7 @@ void TunableRegistry::Registration::Reset() {
 }
 
 TunableRegistry::Registration TunableRegistry::Register(KnobSpec spec, int64_t* value) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   spec.max = std::max(spec.min, spec.max);
   auto it = remembered_.find({spec.prefix, spec.name});
   if (it != remembered_.end()) *value = it->second;
@@ -34,10 +34,10 @@ TunableRegistry::Registration TunableRegistry::Register(KnobSpec spec, int64_t* 
 }
 
 void TunableRegistry::Unregister(uint64_t id) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   // Waits for this knob's setter only: an operator may be destroyed while its consumer
   // holds a lock that the consumer's own setter (running on the tuner) waits for.
-  setter_done_.wait(l, [&] {
+  setter_done_.Wait(&mu_, [&]() REQUIRES(mu_) {
     auto it = knobs_.find(id);
     return it == knobs_.end() || it->second.setting == 0;
   });
@@ -46,7 +46,7 @@ void TunableRegistry::Unregister(uint64_t id) {
 }
 
 std::vector<KnobState> TunableRegistry::List() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::vector<KnobState> out;
   out.reserve(knobs_.size());
   for (const auto& [id, e] : knobs_) {
@@ -57,7 +57,7 @@ std::vector<KnobState> TunableRegistry::List() const {
 }
 
 bool TunableRegistry::Set(uint64_t id, int64_t value) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = knobs_.find(id);
   if (it == knobs_.end()) return false;
   Entry& e = it->second;
@@ -71,29 +71,29 @@ bool TunableRegistry::Set(uint64_t id, int64_t value) {
       // Unregister waits for it, so it never runs after Reset returns.
       std::function<void(int64_t)> set = e.spec.set;
       ++e.setting;
-      l.unlock();
+      l.Unlock();
       set(value);
-      l.lock();
+      l.Lock();
       auto again = knobs_.find(id);
       if (again != knobs_.end()) --again->second.setting;
-      setter_done_.notify_all();
+      setter_done_.SignalAll();
     }
   }
   return true;
 }
 
 void TunableRegistry::SetListener(std::function<void()> listener) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   listener_ = std::move(listener);
 }
 
 uint64_t TunableRegistry::generation() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return generation_;
 }
 
 size_t TunableRegistry::size() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return knobs_.size();
 }
 

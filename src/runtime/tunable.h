@@ -29,14 +29,14 @@
 #ifndef SLUICE_RUNTIME_TUNABLE_H_
 #define SLUICE_RUNTIME_TUNABLE_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace sluice {
 
@@ -133,15 +133,15 @@ class TunableRegistry {
     int64_t value = 0;
     int setting = 0;  // setter calls in progress (run without mu_)
   };
-  std::condition_variable setter_done_;
   void Unregister(uint64_t id);
 
-  mutable std::mutex mu_;
-  std::map<uint64_t, Entry> knobs_;                                  // GUARDED_BY(mu_)
-  std::map<std::pair<std::string, std::string>, int64_t> remembered_;  // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                                             // GUARDED_BY(mu_)
-  uint64_t generation_ = 0;                                          // GUARDED_BY(mu_)
-  std::function<void()> listener_;                                   // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar setter_done_;  // a setter call returned
+  std::map<uint64_t, Entry> knobs_ GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, int64_t> remembered_ GUARDED_BY(mu_);
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  uint64_t generation_ GUARDED_BY(mu_) = 0;
+  std::function<void()> listener_ GUARDED_BY(mu_);
 };
 
 }  // namespace sluice

@@ -30,11 +30,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 
 #include "core/coding.h"
 #include "core/crc32c.h"
 #include "core/env.h"
+#include "core/mutex.h"
 #include "formats/input_stream.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
@@ -326,13 +326,13 @@ class CacheDataset : public DatasetNode {
 
   // The cached elements (null until a pass completes) and their bytes.
   std::shared_ptr<const std::vector<Element>> memory_cache(int64_t* bytes) const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     *bytes = memory_bytes_;
     return memory_;
   }
   // The first complete pass wins; later ones are dropped.
   void CommitMemory(std::vector<Element> elements, int64_t bytes) const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!memory_) {
       memory_ = std::make_shared<const std::vector<Element>>(std::move(elements));
       memory_bytes_ = bytes;
@@ -345,9 +345,9 @@ class CacheDataset : public DatasetNode {
 
  private:
   std::string filename_;
-  mutable std::mutex mu_;
-  mutable std::shared_ptr<const std::vector<Element>> memory_;  // GUARDED_BY(mu_)
-  mutable int64_t memory_bytes_ = 0;                            // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  mutable std::shared_ptr<const std::vector<Element>> memory_ GUARDED_BY(mu_);
+  mutable int64_t memory_bytes_ GUARDED_BY(mu_) = 0;
 };
 
 constexpr char kCacheHint[] = "cache to a file (cache(filename)) instead of in memory";

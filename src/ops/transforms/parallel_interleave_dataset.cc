@@ -73,17 +73,16 @@
 // themselves).
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -160,7 +159,7 @@ class ParallelInterleaveIterator : public IteratorBase {
     for (std::thread& t : workers_) t.join();
     std::vector<std::unique_ptr<Input>> dead;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       DropAllLocked(&dead);
     }
     dead.clear();  // inner iterators (maybe asynchronous) die outside mu_
@@ -190,7 +189,7 @@ class ParallelInterleaveIterator : public IteratorBase {
     }
     worker_limit_.store(std::min(limit, num_workers_), std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       estimate_ = StaticElementBytes(node().element_spec());
     }
     RecordParallelism(worker_limit_.load(std::memory_order_relaxed));
@@ -201,12 +200,12 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   void Cancel() override {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       cancelled_ = true;
     }
-    worker_cv_.notify_all();
-    consumer_cv_.notify_all();
-    idle_cv_.notify_all();
+    worker_cv_.SignalAll();
+    consumer_cv_.SignalAll();
+    idle_cv_.SignalAll();
     IteratorBase::Cancel();
   }
 
@@ -217,34 +216,35 @@ class ParallelInterleaveIterator : public IteratorBase {
     worker_limit_.store(std::clamp<int64_t>(v, 1, num_workers_), std::memory_order_relaxed);
     RecordParallelism(worker_limit_.load(std::memory_order_relaxed));
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
     }
-    worker_cv_.notify_all();
+    worker_cv_.SignalAll();
   }
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (cancelled_) return CancelledError(std::string(kOp) + ": iterator cancelled");
     if (!workers_started_) SLUICE_RETURN_IF_ERROR(StartWorkersLocked());
     Result<std::optional<Element>> r =
-        deterministic_ ? NextInOrderLocked(l) : NextAnyLocked(l);
+        deterministic_ ? NextInOrderLocked() : NextAnyLocked();
     PublishGaugesLocked();
     return r;
   }
 
   Status SaveInternal(CheckpointWriter* w) const override {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     paused_ = true;
-    idle_cv_.wait(l, [this] { return cancelled_ || active_jobs_ == 0; });
-    // Declared after `l`, so it runs with mu_ held.
-    struct Unpause {
-      const ParallelInterleaveIterator* self;
-      ~Unpause() {
-        self->paused_ = false;
-        self->worker_cv_.notify_all();
-      }
-    } unpause{this};
+    idle_cv_.Wait(&mu_,
+                  [this]() REQUIRES(mu_) { return cancelled_ || active_jobs_ == 0; });
+    Status st = SaveLocked(w);
+    paused_ = false;
+    worker_cv_.SignalAll();
+    return st;
+  }
+
+  // SaveInternal's work once the workers are paused and idle.
+  Status SaveLocked(CheckpointWriter* w) const REQUIRES(mu_) {
     if (cancelled_) return CancelledError(std::string(kOp) + ": iterator cancelled");
     // No worker is inside a job: the input and the inner iterators are quiescent.
     w->WriteInt(prefix(), "cycle_length", cycle_length_);
@@ -268,7 +268,7 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   Status RestoreInternal(const CheckpointReader& r) override {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (workers_started_) {
         return FailedPreconditionError(std::string(kOp) + ": Restore after GetNext");
       }
@@ -319,7 +319,7 @@ class ParallelInterleaveIterator : public IteratorBase {
 
     std::vector<std::unique_ptr<Input>> dead;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       DropAllLocked(&dead);
       cycle_ = std::move(slots);
       future_ = std::move(futures);
@@ -328,7 +328,7 @@ class ParallelInterleaveIterator : public IteratorBase {
       cycle_index_ = cycle_index;
       block_index_ = block_index;
       num_open_ = 0;
-      auto charge = [this](Input* x) {
+      auto charge = [this](Input* x) REQUIRES(mu_) {
         for (Buffered& b : x->buffer) {
           if (b.charge > 0) runtime_->memory().ForceReserve(b.charge);
           buffered_bytes_ += b.charge;
@@ -380,7 +380,7 @@ class ParallelInterleaveIterator : public IteratorBase {
     int64_t reserved = 0;  // bytes reserved for a fetch
   };
 
-  Status StartWorkersLocked() {
+  Status StartWorkersLocked() REQUIRES(mu_) {
     try {
       while (static_cast<int64_t>(workers_.size()) < num_workers_) {
         workers_.emplace_back([this] { WorkerLoop(); });
@@ -395,10 +395,10 @@ class ParallelInterleaveIterator : public IteratorBase {
     return Status::OK();
   }
 
-  // ---- Consumer side (mu_ held) ----
+  // ---- Consumer side (mu_ held; WaitLocked drops it while waiting) ----
 
   // The sequential interleave's state machine, reading buffers instead of iterators.
-  Result<std::optional<Element>> NextInOrderLocked(std::unique_lock<std::mutex>& l) {
+  Result<std::optional<Element>> NextInOrderLocked() REQUIRES(mu_) {
     while (true) {
       if (cancelled_) return CancelledError(std::string(kOp) + ": iterator cancelled");
       Input* x = SlotLocked(cycle_index_);
@@ -420,7 +420,7 @@ class ParallelInterleaveIterator : public IteratorBase {
           AdvanceInCycleLocked();
           continue;
         }
-        WaitLocked(l);
+        WaitLocked();
         continue;
       }
       if (!future_.empty()) {
@@ -430,7 +430,7 @@ class ParallelInterleaveIterator : public IteratorBase {
         continue;
       }
       if (!input_end_) {
-        WaitLocked(l);
+        WaitLocked();
         continue;
       }
       if (num_open_ == 0) return std::optional<Element>();
@@ -439,7 +439,7 @@ class ParallelInterleaveIterator : public IteratorBase {
   }
 
   // Non-deterministic: the first slot from the current one with something to return.
-  Result<std::optional<Element>> NextAnyLocked(std::unique_lock<std::mutex>& l) {
+  Result<std::optional<Element>> NextAnyLocked() REQUIRES(mu_) {
     while (true) {
       if (cancelled_) return CancelledError(std::string(kOp) + ": iterator cancelled");
       SLUICE_RETURN_IF_ERROR(FillSlotsLocked());
@@ -474,13 +474,13 @@ class ParallelInterleaveIterator : public IteratorBase {
       if (num_open_ == 0 && future_.empty() && input_end_) {
         return std::optional<Element>();
       }
-      WaitLocked(l);
+      WaitLocked();
     }
   }
 
   // Non-deterministic: moves futures into empty slots, from the current slot on, growing
   // the cycle up to cycle_length. A failed input pull reached on the way is returned.
-  Status FillSlotsLocked() {
+  Status FillSlotsLocked() REQUIRES(mu_) {
     const int64_t n = static_cast<int64_t>(cycle_.size());
     const int64_t start = cycle_index_ < n ? cycle_index_ : 0;
     for (int64_t k = 0; k < n && !future_.empty(); ++k) {
@@ -498,18 +498,18 @@ class ParallelInterleaveIterator : public IteratorBase {
     return Status::OK();
   }
 
-  Input* SlotLocked(int64_t i) const {
+  Input* SlotLocked(int64_t i) const REQUIRES(mu_) {
     return i < static_cast<int64_t>(cycle_.size()) ? cycle_[i].get() : nullptr;
   }
 
-  std::unique_ptr<Input> PopFutureLocked() {
+  std::unique_ptr<Input> PopFutureLocked() REQUIRES(mu_) {
     std::unique_ptr<Input> f = std::move(future_.front());
     future_.pop_front();
-    worker_cv_.notify_one();  // room for another future
+    worker_cv_.Signal();  // room for another future
     return f;
   }
 
-  void PlaceLocked(int64_t i, std::unique_ptr<Input> x) {
+  void PlaceLocked(int64_t i, std::unique_ptr<Input> x) REQUIRES(mu_) {
     if (static_cast<int64_t>(cycle_.size()) <= i) cycle_.resize(i + 1);
     cycle_[i] = std::move(x);
     ++num_open_;
@@ -517,19 +517,19 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   // Only finished inputs are cleared (open failed, or ended with an empty buffer): their
   // inner iterator is already gone, so this never destroys an iterator under mu_.
-  void ClearSlotLocked(int64_t i) {
+  void ClearSlotLocked(int64_t i) REQUIRES(mu_) {
     cycle_[i].reset();
     --num_open_;
-    worker_cv_.notify_one();  // the consumer's needs moved
+    worker_cv_.Signal();  // the consumer's needs moved
   }
 
-  void AdvanceInCycleLocked() {
+  void AdvanceInCycleLocked() REQUIRES(mu_) {
     block_index_ = 0;
     cycle_index_ = (cycle_index_ + 1) % cycle_length_;
   }
 
   // With the input exhausted, empty slots are passed over (as the sequential op does).
-  void AdvanceToNextLiveSlotLocked() {
+  void AdvanceToNextLiveSlotLocked() REQUIRES(mu_) {
     const int64_t n = static_cast<int64_t>(cycle_.size());
     int64_t next = -1;
     for (int64_t i = cycle_index_ + 1; i < n && next < 0; ++i) {
@@ -544,7 +544,7 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   // Takes the oldest buffered result of `x`; its charge leaves the budget, or moves to
   // the fetch of a downstream buffer that is calling us.
-  Buffered TakeLocked(Input* x) {
+  Buffered TakeLocked(Input* x) REQUIRES(mu_) {
     Buffered b = std::move(x->buffer.front());
     x->buffer.pop_front();
     if (b.charge > 0) {
@@ -557,13 +557,13 @@ class ParallelInterleaveIterator : public IteratorBase {
     buffered_bytes_ -= b.charge;
     --buffered_count_;
     b.charge = 0;
-    worker_cv_.notify_one();  // room in x's buffer
+    worker_cv_.Signal();  // room in x's buffer
     return b;
   }
 
   // Blocks until a worker delivers, telling the workers who waits (urgent demand, see
   // async_buffer.h). Callers re-check their state.
-  void WaitLocked(std::unique_lock<std::mutex>& l) {
+  void WaitLocked() REQUIRES(mu_) {
     FetchScope* scope = FetchScope::Current();
     const std::atomic<bool>* waiter =
         scope != nullptr && scope->reserved() ? scope->starving() : nullptr;
@@ -573,8 +573,8 @@ class ParallelInterleaveIterator : public IteratorBase {
       ++waiting_unreserved_;
     }
     starving_.store(true, std::memory_order_relaxed);
-    worker_cv_.notify_one();
-    consumer_cv_.wait(l);
+    worker_cv_.Signal();
+    consumer_cv_.Wait(&mu_);
     starving_.store(false, std::memory_order_relaxed);
     if (waiter != nullptr) {
       reserved_waiters_.erase(
@@ -584,7 +584,7 @@ class ParallelInterleaveIterator : public IteratorBase {
     }
   }
 
-  bool ConsumerUrgentLocked() const {
+  bool ConsumerUrgentLocked() const REQUIRES(mu_) {
     if (waiting_unreserved_ > 0) return true;
     return std::any_of(
         reserved_waiters_.begin(), reserved_waiters_.end(),
@@ -593,12 +593,12 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   // Deterministic: the input the consumer reads next (the current slot's, or the future
   // that will fill it), or null.
-  Input* NeededLocked() const {
+  Input* NeededLocked() const REQUIRES(mu_) {
     if (Input* x = SlotLocked(cycle_index_)) return x;
     return future_.empty() ? nullptr : future_.front().get();
   }
 
-  void PublishGaugesLocked() {
+  void PublishGaugesLocked() REQUIRES(mu_) {
     RecordBuffered(buffered_bytes_, buffered_count_);
   }
 
@@ -606,47 +606,47 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   void WorkerLoop() {
     SetCurrentThreadName("sluice-interleave");
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     while (!cancelled_) {
       bool budget_blocked = false, more = false;
       const Job job = PickJobLocked(&budget_blocked, &more);
       if (job.kind == Job::kNone) {
         if (budget_blocked) {
-          worker_cv_.wait_for(l, kBudgetRetry);
+          worker_cv_.WaitFor(&mu_, kBudgetRetry);
         } else if (FinishedLocked()) {
           break;
         } else {
-          worker_cv_.wait(l);
+          worker_cv_.Wait(&mu_);
         }
         continue;
       }
-      if (more) worker_cv_.notify_one();  // another job is waiting for a worker
+      if (more) worker_cv_.Signal();  // another job is waiting for a worker
       ++active_jobs_;
       switch (job.kind) {
         case Job::kPull:
-          RunPullLocked(l);
+          RunPullLocked();
           break;
         case Job::kOpen:
-          RunOpenLocked(l, job.input);
+          RunOpenLocked(job.input);
           break;
         case Job::kFetch:
-          RunFetchLocked(l, job.input, job.reserved);
+          RunFetchLocked(job.input, job.reserved);
           break;
         case Job::kNone:
           break;
       }
       --active_jobs_;
-      idle_cv_.notify_all();
+      idle_cv_.SignalAll();
     }
   }
 
   // Inputs in the order the consumer will need them; nullptr stands for pulling a new
   // input element. Returns how many leading entries are (or will fill) cycle slots.
-  size_t NeedOrderLocked(std::vector<Input*>* order) const {
+  size_t NeedOrderLocked(std::vector<Input*>* order) const REQUIRES(mu_) {
     order->clear();
     size_t next_future = 0;
     bool pull_placed = false;
-    auto add_future = [&] {
+    auto add_future = [&]() REQUIRES(mu_) {
       if (next_future < future_.size()) {
         order->push_back(future_[next_future++].get());
       } else if (!pull_placed && !input_end_) {
@@ -679,7 +679,7 @@ class ParallelInterleaveIterator : public IteratorBase {
   // The first job in need order that can run now (a fetch must pass the memory budget;
   // its bytes are reserved here). *budget_blocked: a fetch waits for budget; *more: a
   // further job could run at once.
-  Job PickJobLocked(bool* budget_blocked, bool* more) {
+  Job PickJobLocked(bool* budget_blocked, bool* more) REQUIRES(mu_) {
     if (paused_ || cancelled_) return Job();
     if (active_jobs_ >= worker_limit_.load(std::memory_order_relaxed)) return Job();
     const size_t in_cycle = NeedOrderLocked(&order_);
@@ -736,7 +736,7 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   // Budget admission of one fetch: the bytes reserved (0: charged on arrival), or nullopt
   // when it must wait. See the contract for the headroom rule.
-  std::optional<int64_t> AdmitLocked(bool priority, bool urgent) {
+  std::optional<int64_t> AdmitLocked(bool priority, bool urgent) REQUIRES(mu_) {
     MemoryBudget& budget = runtime_->memory();
     if (estimate_ < 0) {
       // Size unknown until the first element: bound what is buffered or in flight.
@@ -755,7 +755,7 @@ class ParallelInterleaveIterator : public IteratorBase {
   }
 
   // No work can ever appear again: the input is exhausted and every input is finished.
-  bool FinishedLocked() const {
+  bool FinishedLocked() const REQUIRES(mu_) {
     if (!input_end_ || input_busy_) return false;
     auto done = [](const std::unique_ptr<Input>& x) {
       return x == nullptr || x->kind == Input::kInputError ||
@@ -765,11 +765,12 @@ class ParallelInterleaveIterator : public IteratorBase {
            std::all_of(future_.begin(), future_.end(), done);
   }
 
-  void RunPullLocked(std::unique_lock<std::mutex>& l) {
+  // The Run*Locked jobs drop mu_ around the call into the input or an inner iterator.
+  void RunPullLocked() REQUIRES(mu_) {
     input_busy_ = true;
-    l.unlock();
+    mu_.Unlock();
     Result<std::optional<Element>> r = input_->GetNext();
-    l.lock();
+    mu_.Lock();
     input_busy_ = false;
     auto x = std::make_unique<Input>();
     if (!r.ok()) {
@@ -783,17 +784,17 @@ class ParallelInterleaveIterator : public IteratorBase {
       x->element = std::move(**r);
     }
     if (x != nullptr) future_.push_back(std::move(x));
-    consumer_cv_.notify_all();
+    consumer_cv_.SignalAll();
   }
 
-  void RunOpenLocked(std::unique_lock<std::mutex>& l, Input* x) {
+  void RunOpenLocked(Input* x) REQUIRES(mu_) {
     x->busy = true;
-    l.unlock();
+    mu_.Unlock();
     Result<IteratorPtr> it = [&]() -> Result<IteratorPtr> {
       TaskTimer timer(&stats());
       return MakeInner(x->element, x->position);
     }();
-    l.lock();
+    mu_.Lock();
     x->busy = false;
     x->opened = true;
     if (it.ok()) {
@@ -801,14 +802,14 @@ class ParallelInterleaveIterator : public IteratorBase {
     } else {
       x->error = it.status();
     }
-    consumer_cv_.notify_all();
+    consumer_cv_.SignalAll();
   }
 
-  void RunFetchLocked(std::unique_lock<std::mutex>& l, Input* x, int64_t reserved) {
+  void RunFetchLocked(Input* x, int64_t reserved) REQUIRES(mu_) {
     x->busy = true;
     ++fetches_in_flight_;
     IteratorBase* inner = x->it.get();
-    l.unlock();
+    mu_.Unlock();
     Result<std::optional<Element>> r{std::nullopt};
     int64_t held = reserved;
     {
@@ -817,15 +818,15 @@ class ParallelInterleaveIterator : public IteratorBase {
       held += scope.TakeTransferred();
     }
     MemoryBudget& budget = runtime_->memory();
-    l.lock();
+    mu_.Lock();
     if (r.ok() && !r->has_value()) {
       // The finished iterator goes before anyone sees the input ended (so no stats
       // snapshot shows it after the end), outside mu_: it may join threads of its own.
       budget.Release(held);
       IteratorPtr dead = std::move(x->it);
-      l.unlock();
+      mu_.Unlock();
       dead.reset();
-      l.lock();
+      mu_.Lock();
       x->ended = true;
     } else {
       Buffered b;
@@ -852,7 +853,7 @@ class ParallelInterleaveIterator : public IteratorBase {
     x->busy = false;
     --fetches_in_flight_;
     PublishGaugesLocked();
-    consumer_cv_.notify_all();
+    consumer_cv_.SignalAll();
   }
 
   // The inner iterator of input element `e` at input position `pos` (as the sequential
@@ -877,7 +878,7 @@ class ParallelInterleaveIterator : public IteratorBase {
 
   // Moves every input into *dead (their iterators die there, outside mu_) and releases
   // the budget their buffers hold.
-  void DropAllLocked(std::vector<std::unique_ptr<Input>>* dead) {
+  void DropAllLocked(std::vector<std::unique_ptr<Input>>* dead) REQUIRES(mu_) {
     auto drop = [&](std::unique_ptr<Input>& x) {
       if (x == nullptr) return;
       for (const Buffered& b : x->buffer) runtime_->memory().Release(b.charge);
@@ -896,7 +897,7 @@ class ParallelInterleaveIterator : public IteratorBase {
   // ---- Checkpoints ----
 
   Status SaveInputLocked(CheckpointWriter* w, const std::string& key,
-                         const Input* x) const {
+                         const Input* x) const REQUIRES(mu_) {
     if (x == nullptr) {
       w->WriteInt(prefix(), key + ".kind", -1);
       return Status::OK();
@@ -1022,32 +1023,31 @@ class ParallelInterleaveIterator : public IteratorBase {
   // destructor once no call is in progress.
   std::vector<std::thread> workers_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable
-      worker_cv_;                            // a job may be possible, unpaused, cancelled
-  std::condition_variable consumer_cv_;      // a worker delivered, cancelled
-  mutable std::condition_variable idle_cv_;  // a job finished, cancelled
+  mutable Mutex mu_;
+  mutable CondVar worker_cv_;  // a job may be possible, unpaused, cancelled
+  CondVar consumer_cv_;        // a worker delivered, cancelled
+  mutable CondVar idle_cv_;    // a job finished, cancelled
   // Cycle slots (null: empty), grown lazily up to cycle_length_.
-  std::vector<std::unique_ptr<Input>> cycle_;  // GUARDED_BY(mu_)
-  std::deque<std::unique_ptr<Input>> future_;  // GUARDED_BY(mu_), in input order
-  int64_t num_open_ = 0;                       // GUARDED_BY(mu_), non-null slots
-  int64_t cycle_index_ = 0;                    // GUARDED_BY(mu_)
-  int64_t block_index_ = 0;                    // GUARDED_BY(mu_)
-  int64_t input_position_ = 0;                 // GUARDED_BY(mu_), input elements pulled
-  bool input_end_ = false;                     // GUARDED_BY(mu_)
-  bool input_busy_ = false;                    // GUARDED_BY(mu_), a worker is in input_
-  int64_t active_jobs_ = 0;                    // GUARDED_BY(mu_)
-  int64_t fetches_in_flight_ = 0;              // GUARDED_BY(mu_)
-  int64_t buffered_bytes_ = 0;                 // GUARDED_BY(mu_), sum of charges
-  int64_t buffered_count_ = 0;                 // GUARDED_BY(mu_), buffered results
-  int64_t estimate_ = -1;                      // GUARDED_BY(mu_), bytes per element
-  bool workers_started_ = false;               // GUARDED_BY(mu_)
-  mutable bool paused_ = false;                // GUARDED_BY(mu_), Save in progress
-  bool cancelled_ = false;                     // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<Input>> cycle_ GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<Input>> future_ GUARDED_BY(mu_);  // in input order
+  int64_t num_open_ GUARDED_BY(mu_) = 0;                       // non-null slots
+  int64_t cycle_index_ GUARDED_BY(mu_) = 0;
+  int64_t block_index_ GUARDED_BY(mu_) = 0;
+  int64_t input_position_ GUARDED_BY(mu_) = 0;  // input elements pulled
+  bool input_end_ GUARDED_BY(mu_) = false;
+  bool input_busy_ GUARDED_BY(mu_) = false;  // a worker is in input_
+  int64_t active_jobs_ GUARDED_BY(mu_) = 0;
+  int64_t fetches_in_flight_ GUARDED_BY(mu_) = 0;
+  int64_t buffered_bytes_ GUARDED_BY(mu_) = 0;  // sum of charges
+  int64_t buffered_count_ GUARDED_BY(mu_) = 0;  // buffered results
+  int64_t estimate_ GUARDED_BY(mu_) = -1;       // bytes per element
+  bool workers_started_ GUARDED_BY(mu_) = false;
+  mutable bool paused_ GUARDED_BY(mu_) = false;  // Save in progress
+  bool cancelled_ GUARDED_BY(mu_) = false;
   // Consumers blocked in GetNext (see AsyncBufferIterator::UrgentLocked).
-  int waiting_unreserved_ = 0;                              // GUARDED_BY(mu_)
-  std::vector<const std::atomic<bool>*> reserved_waiters_;  // GUARDED_BY(mu_)
-  std::vector<Input*> order_;                               // GUARDED_BY(mu_), scratch
+  int waiting_unreserved_ GUARDED_BY(mu_) = 0;
+  std::vector<const std::atomic<bool>*> reserved_waiters_ GUARDED_BY(mu_);
+  std::vector<Input*> order_ GUARDED_BY(mu_);  // scratch
   // True while the consumer waits with nothing to take (read by inner buffers through the
   // workers' FetchScopes).
   std::atomic<bool> starving_{false};
