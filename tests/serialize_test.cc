@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "api/builtins.h"
 #include "formats/idx.h"
 #include "formats/image_codec.h"
 #include "formats/proto/example.pb.h"
@@ -54,7 +55,7 @@ void ExpectRoundTrip(const Dataset& ds) {
 TEST(SerializeTest, EveryRegisteredOpRoundTrips) {
   Files files;
   std::vector<std::string> missing;
-  for (const std::string& op : Registry::Global().OpNames()) {
+  for (const std::string& op : BuiltinRegistry().OpNames()) {
     auto it = OpCases().find(op);
     if (it == OpCases().end()) {
       missing.push_back(op);
@@ -76,7 +77,7 @@ TEST(SerializeTest, EveryRegisteredOpRoundTrips) {
 TEST(SerializeTest, EveryRegisteredKernelRoundTrips) {
   Files files;
   std::vector<std::string> missing;
-  for (const std::string& kernel : Registry::Global().KernelNames()) {
+  for (const std::string& kernel : BuiltinRegistry().KernelNames()) {
     auto it = KernelCases().find(kernel);
     if (it == KernelCases().end()) {
       missing.push_back(kernel);

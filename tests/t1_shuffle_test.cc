@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "api/builtins.h"
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
@@ -85,7 +86,7 @@ Result<IteratorPtr> NonReplayableRange::MakeIteratorInternal(
 Dataset NonReplayable(int64_t n, bool vary) {
   static std::once_flag once;
   std::call_once(once, [] {
-    Registry::Global().RegisterOp(
+    BuiltinRegistry().RegisterOp(
         OpDef("NonReplayableRange")
             .Summary("A test source whose replay differs.")
             .Inputs(0)
@@ -98,7 +99,7 @@ Dataset NonReplayable(int64_t n, bool vary) {
           return DatasetPtr(
               std::make_shared<NonReplayableRange>(std::move(args), n, vary));
         });
-    ASSERT_TRUE(Registry::Global().status().ok()) << Registry::Global().status();
+    ASSERT_TRUE(BuiltinRegistry().status().ok()) << BuiltinRegistry().status();
   });
   return Dataset::FromOp("NonReplayableRange", {{"n", n}, {"vary", vary}});
 }

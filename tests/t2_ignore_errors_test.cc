@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "api/builtins.h"
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
@@ -135,7 +136,7 @@ Result<IteratorPtr> StuckDataset::MakeIteratorInternal(const IteratorContext&,
 Dataset Stuck() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Registry::Global().RegisterOp(
+    BuiltinRegistry().RegisterOp(
         OpDef("StuckForTest")
             .Summary("A test source that fails forever without reading anything.")
             .Inputs(0)
@@ -143,7 +144,7 @@ Dataset Stuck() {
         [](OpArgs args) -> Result<DatasetPtr> {
           return DatasetPtr(std::make_shared<StuckDataset>(std::move(args)));
         });
-    ASSERT_TRUE(Registry::Global().status().ok()) << Registry::Global().status();
+    ASSERT_TRUE(BuiltinRegistry().status().ok()) << BuiltinRegistry().status();
   });
   return Dataset::FromOp("StuckForTest", {});
 }

@@ -51,6 +51,9 @@ namespace sluice {
 
 class DatasetNode;
 class IteratorBase;
+namespace internal {
+struct DatasetAccess;  // src/graph/dataset_access.h
+}  // namespace internal
 class Dataset;
 class Env;
 class SplitProvider;  // src/runtime/split_provider.h
@@ -418,6 +421,7 @@ class Dataset {
   Result<std::shared_ptr<SplitProvider>> MakeSplitProvider() const;
 
  private:
+  friend struct internal::DatasetAccess;
   static Result<std::unique_ptr<Iterator>> MakeIteratorOver(
       const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
       const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider = nullptr);

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/builtins.h"
 #include "graph/registry.h"
 #include "sluice/dataset.h"
 
@@ -1040,8 +1041,8 @@ PYBIND11_MODULE(_sluice, m) {
     return Unwrap(Function::Kernel(name, AttrsFromPython(attrs)));
   }, py::arg("name"), py::arg("attrs") = py::dict(),
         "A registered kernel by name with attributes (see docs/kernels.md).");
-  m.def("kernel_names", [] { return Registry::Global().KernelNames(); });
-  m.def("op_names", [] { return Registry::Global().OpNames(); });
+  m.def("kernel_names", [] { return BuiltinRegistry().KernelNames(); });
+  m.def("op_names", [] { return BuiltinRegistry().OpNames(); });
   m.def("py_map_function", &PyMapFunction);
   m.def("py_predicate", &PyPredicate);
   m.def("py_dataset_function", &PyDatasetFunction);

@@ -48,10 +48,6 @@ Function Function::DatasetFunction(std::string name, Function::DatasetFn fn, Tra
   return f;
 }
 
-Result<Function> Function::Kernel(std::string_view name, AttrMap attrs) {
-  return Registry::Global().CreateKernel(name, attrs);
-}
-
 Function Function::MakeKernel(std::string name, AttrMap attrs, ElementFn fn, Traits traits,
                               SpecFn spec, PredicateFn pred, Function::DatasetFn dfn) {
   Function f;

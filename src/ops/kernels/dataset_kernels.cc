@@ -7,6 +7,7 @@
 //   window_batch(batch_size, drop_remainder=false): group_by_window's reduce function
 //     that batches the window.
 #include "graph/attr.h"
+#include "graph/dataset_access.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -41,7 +42,7 @@ void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::
      // Validates the op's attributes now, with a placeholder file name (sources open their
      // files when iterated, not when built).
      op_attrs["filenames"] = std::vector<std::string>{"<file>"};
-     Dataset probe = Dataset::FromOp(op, op_attrs);
+     Dataset probe = BuildDataset(op, op_attrs);
      if (!probe.ok()) return probe.status().WithContext(name);
      const ElementSpec out_spec = probe.element_spec();
      return Function::MakeKernel(
@@ -56,7 +57,7 @@ void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::
            }
            AttrMap a = op_attrs;
            a["filenames"] = std::vector<std::string>{e[comp].flat<std::string>()[0]};
-           return Dataset::FromOp(op, std::move(a));
+           return BuildDataset(op, std::move(a));
          });
    });
 }
@@ -77,7 +78,10 @@ void RegisterDatasetKernels(Registry* r) {
          "from_tensor_slices", attrs, nullptr, {.is_random = false},
          [](const ElementSpec& in) -> Result<ElementSpec> { return UnbatchedSpec(in); }, nullptr,
          [](Element e, FunctionContext&) -> Result<Dataset> {
-           return Dataset::FromTensorSlices(std::move(e));
+           // BuildDataset: Dataset::FromOp and the fluent methods are the API layer's.
+           std::vector<std::string> names = e.names() ? *e.names() : std::vector<std::string>{};
+           return BuildDataset("FromTensorSlices",
+                                  {{"components", e.tensors()}, {"names", std::move(names)}});
          });
    });
 
@@ -102,7 +106,8 @@ void RegisterDatasetKernels(Registry* r) {
              return InvalidArgumentError(
                  "window_batch: not called by group_by_window (no window to batch)");
            }
-           return ctx.window()->Batch(batch, drop);
+           return BuildDataset("Batch", {{"batch_size", batch}, {"drop_remainder", drop}},
+                                  {*ctx.window()});
          });
    });
 }

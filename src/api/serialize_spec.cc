@@ -15,10 +15,11 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "api/builtins.h"
+#include "api/serialize_internal.h"
 #include "core/env.h"
 #include "graph/attr.h"
 #include "graph/registry.h"
-#include "graph/serialize_internal.h"
 #include "sluice/serialize.h"
 
 namespace sluice {
@@ -416,7 +417,7 @@ Result<Function> ParseFunction(const Json& j) {
   const Json raw = j.value("attrs", Json::object());
   const std::string name = j["kernel"].get<std::string>();
   SLUICE_RETURN_IF_ERROR(CheckName("kernel", name));
-  const KernelDef* def = Registry::Global().FindKernel(name);
+  const KernelDef* def = BuiltinRegistry().FindKernel(name);
   auto attrs = ParseAttrs(raw, def ? def->attrs() : std::vector<AttrDef>{});
   if (!attrs.ok()) return attrs.status().WithContext("kernel " + name);
   return Function::Kernel(name, *attrs);
@@ -527,11 +528,11 @@ class SpecParser {
       functions.push_back(std::move(f).value());
     }
     const Json raw = j.value("attrs", Json::object());
-    const OpDef* def = Registry::Global().FindOp(op);
+    const OpDef* def = BuiltinRegistry().FindOp(op);
     auto attrs = ParseAttrs(raw, def ? def->attrs() : std::vector<AttrDef>{});
     if (!attrs.ok()) return attrs.status().WithContext(op);
     SLUICE_ASSIGN_OR_RETURN(DatasetPtr node,
-                            Registry::Global().CreateOp(
+                            BuiltinRegistry().CreateOp(
                                 op, OpArgs{std::move(attrs).value(), inputs, functions}));
     Dataset ds(std::move(node));
     if (j.contains("name")) {

@@ -13,9 +13,10 @@
 #include <set>
 #include <sstream>
 
+#include "api/builtins.h"
+#include "api/serialize_internal.h"
 #include "core/env.h"
 #include "graph/registry.h"
-#include "graph/serialize_internal.h"
 #include "sluice/serialize.h"
 
 namespace sluice {
@@ -260,7 +261,7 @@ Status CheckFunctionsSerializable(const DatasetNode& node) {
   for (const Function& f : node.functions()) {
     if (f.serializable()) continue;
     std::string kernels;
-    for (const std::string& k : Registry::Global().KernelNames()) {
+    for (const std::string& k : BuiltinRegistry().KernelNames()) {
       kernels += (kernels.empty() ? "" : ", ") + k;
     }
     return FailedPreconditionError(node.op() + ": function '" + f.name() +
@@ -443,7 +444,7 @@ Result<Dataset> DatasetFromGraphDef(const graph::GraphDef& def) {
       }
       args.functions.push_back(std::move(fn).value());
     }
-    auto node = Registry::Global().CreateOp(n.op(), std::move(args));
+    auto node = BuiltinRegistry().CreateOp(n.op(), std::move(args));
     if (!node.ok()) return node.status().WithContext(name);
     nodes.push_back(std::move(node).value());
     depth.push_back(d);

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <map>
 
-#include "graph/serialize_internal.h"
+#include "api/serialize_internal.h"
 #include "sluice/random.h"
 #include "sluice/serialize.h"
 
