@@ -8,6 +8,7 @@
 #include <set>
 
 #include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "ops/ops.h"
 #include "testing/op_cases.h"
@@ -109,7 +110,7 @@ TEST(OpDefTest, DeclaredOpDefaultsAreTheFactoriesDefaults) {
     Dataset ds = make(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
     std::vector<DatasetPtr> nodes;
-    FindNodes(ds.node(), op, &nodes);
+    FindNodes(NodeOf(ds), op, &nodes);
     ASSERT_FALSE(nodes.empty());
     const DatasetPtr& node = nodes[0];
     OpArgs full{node->attrs(), node->inputs(), node->functions()};
@@ -124,7 +125,7 @@ TEST(OpDefTest, DeclaredOpDefaultsAreTheFactoriesDefaults) {
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_EQ((*a)->element_spec(), (*b)->element_spec());
     EXPECT_EQ((*a)->Cardinality(), (*b)->Cardinality());
-    ExpectSameElements(Collect(Dataset(*a)), Collect(Dataset(*b)));
+    ExpectSameElements(Collect(DatasetOf(*a)), Collect(DatasetOf(*b)));
   }
   EXPECT_GT(exercised, 30);
 }
@@ -150,7 +151,7 @@ TEST(OpDefTest, DeclaredKernelDefaultsAndTraitsAreTheKernels) {
     ASSERT_NE(def, nullptr);
     Dataset ds = make(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
-    auto [node, index] = FindKernelUse(ds.node(), kernel);
+    auto [node, index] = FindKernelUse(NodeOf(ds), kernel);
     ASSERT_NE(node, nullptr);
     const Function& f = node->functions()[index];
     // Traits and kind as declared.
@@ -177,7 +178,7 @@ TEST(OpDefTest, DeclaredKernelDefaultsAndTraitsAreTheKernels) {
     ASSERT_TRUE(a.ok()) << a.status();
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_EQ((*a)->element_spec(), (*b)->element_spec());
-    ExpectSameElements(Collect(Dataset(*a)), Collect(Dataset(*b)));
+    ExpectSameElements(Collect(DatasetOf(*a)), Collect(DatasetOf(*b)));
   }
   EXPECT_GT(rebuilt, 30);
 }
@@ -190,9 +191,9 @@ TEST(OpDefTest, AsyncTraitMatchesTheIterators) {
     SCOPED_TRACE("op " + op);
     Dataset ds = make(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
-    RuntimeOptions o;
-    o.autotune = false;
-    auto it = ds.MakeIterator(o);
+    Options o;
+    o.autotune.enabled = false;
+    auto it = MakeIteratorAsBuilt(ds, o);
     ASSERT_TRUE(it.ok()) << it.status();
     ASSERT_TRUE((*it)->GetNext().ok());
     for (const IteratorStats& s : (*it)->Stats()) {

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
@@ -138,7 +139,7 @@ std::unique_ptr<Iterator> Make(const Dataset& ds) {
 // The graph as built, for checks on Shuffle's own checkpoint: the default rewrites put a
 // prefetch on top, whose buffered elements a checkpoint holds.
 std::unique_ptr<Iterator> MakeRaw(const Dataset& ds) {
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   EXPECT_TRUE(it.ok()) << it.status();
   return it.ok() ? std::move(it).value() : nullptr;
 }

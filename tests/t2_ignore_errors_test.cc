@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
@@ -200,7 +201,7 @@ TEST(IgnoreErrorsTest, MapErrorsNameTheElement) {
     SCOPED_TRACE(parallel);
     Dataset d =
         parallel ? Dataset::Zip({paths, Dataset::Range(4)}).Map(decode, parallel) : ds;
-    auto it = d.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(d, {});
     ASSERT_TRUE(it.ok());
     std::vector<std::string> errors;
     for (int i = 0; i < 4; ++i) {
@@ -215,9 +216,8 @@ TEST(IgnoreErrorsTest, MapErrorsNameTheElement) {
     EXPECT_NE(errors[0].find("bad data"), std::string::npos) << errors[0];
   }
   // MapAndBatch names the row's position in its input.
-  auto it = Dataset::Zip({paths, Dataset::Range(4)})
-                .MapAndBatch(decode, 2)
-                .MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(
+      Dataset::Zip({paths, Dataset::Range(4)}).MapAndBatch(decode, 2), {});
   ASSERT_TRUE(it.ok());
   auto first = (*it)->GetNext();
   ASSERT_FALSE(first.ok());

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "sluice/dataset.h"
 
@@ -1172,12 +1173,13 @@ PYBIND11_MODULE(_sluice, m) {
       .def("make_iterator_with", [](const Dataset& d, int mode, int64_t cpu_budget,
                                     int64_t ram_budget, bool autotune, bool inline_execution) {
         Check(d.status());
-        RuntimeOptions o;
-        o.cpu_budget = cpu_budget;
-        o.ram_budget = ram_budget;
-        o.autotune = autotune;
+        Options o;
+        o.autotune.cpu_budget = cpu_budget;
+        o.autotune.ram_budget = ram_budget;
+        o.autotune.enabled = autotune;
         o.inline_execution = inline_execution;
-        Result<std::unique_ptr<Iterator>> it = NoGil([&] { return d.MakeIterator(o); });
+        Result<std::unique_ptr<Iterator>> it =
+            NoGil([&] { return MakeIteratorAsBuilt(d, o); });
         return std::make_unique<PyIterator>(Unwrap(std::move(it)), static_cast<OutMode>(mode));
       }, "An iterator over the graph as built (no rewrites) with explicit runtime settings.")
       .def("collect", [](const Dataset& d) {

@@ -1,43 +1,27 @@
-// The fluent Dataset API (every method builds a node through Dataset::FromOp, in
-// src/graph/dataset_value.cc), MakeIterator with its static rewrites and autotuning, and
-// the Iterator. The API layer: nothing below src/api/ includes or calls it.
+// The fluent Dataset API (every method builds a node through Dataset::FromOp,
+// src/api/builtins.cc), MakeIterator with its static rewrites and autotuning, and the
+// Iterator. The API layer: nothing below src/api/ includes or calls it.
+#include "sluice/dataset.h"
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
 
+#include "api/dataset_internal.h"
+#include "api/serialize_internal.h"
 #include "autotune/autotuner.h"
 #include "graph/dataset_access.h"
 #include "graph/registry.h"
-#include "api/serialize_internal.h"
 #include "optimizer/optimizer.h"
 #include "runtime/exception_status.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 #include "runtime/split_provider.h"
-#include "sluice/dataset.h"
 
 namespace sluice {
 
 // ---- Dataset ----
-
-RuntimeOptions RuntimeOptions::FromOptions(const Options& o) {
-  RuntimeOptions r;
-  r.cpu_budget = o.autotune.cpu_budget.value_or(0);
-  // The pool is the CPU budget unless a private pool size is given (never above it).
-  if (o.threading.private_threadpool_size.value_or(0) > 0) {
-    r.cpu_budget = r.cpu_budget > 0
-                       ? std::min(r.cpu_budget, *o.threading.private_threadpool_size)
-                       : *o.threading.private_threadpool_size;
-  }
-  r.ram_budget = o.autotune.ram_budget.value_or(0);
-  r.deterministic = o.deterministic.value_or(true);
-  r.inline_execution = o.inline_execution.value_or(false);
-  r.autotune = o.autotune.enabled.value_or(true);
-  r.initial_parallelism = o.autotune.initial_parallelism.value_or(0);
-  r.files = o.files;
-  return r;
-}
 
 namespace {
 std::vector<std::string> NamesOf(const Element& e) {
@@ -292,6 +276,23 @@ struct IteratorCalls {
   std::string fingerprint;
 };
 
+// What an Iterator holds (sluice/iterator.h).
+struct Iterator::Impl {
+  // The graph this iterator runs (after static rewrites).
+  DatasetPtr dataset;
+  std::shared_ptr<Runtime> runtime;
+  // This iterator's SplitConsumer of the shared provider; null without one.
+  std::shared_ptr<SplitProvider> splits;
+  IteratorPtr root;
+  // Tunes the runtime's AUTOTUNE knobs on a background thread; null when off. Declared
+  // after root so that it stops before the tree goes.
+  std::unique_ptr<Autotuner> autotuner;
+  int64_t instance = 0;
+  int64_t created_ns = 0;
+  // Calls in progress, so the destructor can wait for a GetNext on another thread.
+  std::unique_ptr<IteratorCalls> calls;
+};
+
 namespace {
 constexpr std::string_view kRootPrefix = "Root";
 // What Iterator::Save writes under Root besides the tree: 2 adds "version" and
@@ -373,25 +374,39 @@ class ActiveCall {
 };
 }  // namespace
 
-Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
-    const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
-    const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) {
+Result<std::unique_ptr<Iterator>> internal::IteratorAccess::Make(
+    const DatasetPtr& graph, int64_t instance, const Options& options,
+    std::shared_ptr<SplitProvider> provider) {
   try {
     std::shared_ptr<SplitProvider> splits;
     if (provider != nullptr) {
       SLUICE_RETURN_IF_ERROR(SplittableSource(*graph).status());
       splits = std::make_shared<SplitConsumer>(std::move(provider));
     }
-    auto runtime = std::make_shared<Runtime>(options);
+    auto runtime = std::make_shared<Runtime>(RuntimeOptions::FromOptions(options));
     runtime->SetGraph(graph);
     SLUICE_ASSIGN_OR_RETURN(
         IteratorPtr root, graph->MakeIterator(RootContext(instance, runtime.get(), splits),
                                               std::string(kRootPrefix)));
-    return std::unique_ptr<Iterator>(new Iterator(
-        graph, std::move(runtime), std::move(root), instance, std::move(splits)));
+    auto impl = std::make_unique<Iterator::Impl>();
+    impl->dataset = graph;
+    impl->runtime = std::move(runtime);
+    impl->splits = std::move(splits);
+    impl->root = std::move(root);
+    impl->instance = instance;
+    impl->created_ns = MonotonicNs();
+    return std::unique_ptr<Iterator>(new Iterator(std::move(impl)));
   } catch (...) {
     return StatusFromException("MakeIterator");
   }
+}
+
+const DatasetPtr& internal::IteratorAccess::Graph(const Iterator& it) {
+  return it.impl_->dataset;
+}
+
+Runtime* internal::IteratorAccess::RuntimeOf(const Iterator& it) {
+  return it.impl_->runtime.get();
 }
 
 Result<std::shared_ptr<const Dataset::OptimizedGraph>> Dataset::Optimized() const {
@@ -411,12 +426,37 @@ Result<std::shared_ptr<const Dataset::OptimizedGraph>> Dataset::Optimized() cons
   return std::shared_ptr<const OptimizedGraph>(optimized_);
 }
 
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
-  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
+namespace {
+bool SetsOptimization(const OptimizationOptions& o) {
+  return o.apply_default_optimizations.has_value() || !o.passes.empty();
+}
+}  // namespace
+
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
+    const Options& extra, std::shared_ptr<SplitProvider> provider) const {
+  if (!node_) return *error_;
+  const Options merged = options().Merge(extra);
+  DatasetPtr graph;
+  if (SetsOptimization(extra.optimization)) {
+    // Other rewrites than this dataset's: not cached.
+    SLUICE_ASSIGN_OR_RETURN(graph, OptimizeGraph(node_, merged, nullptr));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
+    graph = optimized->graph;
+  }
   // The instance counts iterations of the dataset the user holds, so that reshuffling per
   // epoch does not depend on rewrites.
-  return MakeIteratorOver(optimized->graph, node_->NextInstance(),
-                          RuntimeOptions::FromOptions(options()));
+  return internal::IteratorAccess::Make(graph, node_->NextInstance(), merged,
+                                        std::move(provider));
+}
+
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const Options& extra) const {
+  return MakeIterator(extra, nullptr);
+}
+
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
+    std::shared_ptr<SplitProvider> provider) const {
+  return MakeIterator(Options(), std::move(provider));
 }
 
 Result<std::vector<std::string>> Dataset::OptimizationReport() const {
@@ -424,27 +464,16 @@ Result<std::vector<std::string>> Dataset::OptimizationReport() const {
   return optimized->report_lines;
 }
 
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const RuntimeOptions& options) const {
-  if (!node_) return *error_;
-  if (options.files.confined() || !this->options().files.confined()) {
-    return MakeIteratorOver(node_, node_->NextInstance(), options);
-  }
-  RuntimeOptions o = options;  // file confinement is never dropped silently
-  o.files = this->options().files;
-  return MakeIteratorOver(node_, node_->NextInstance(), o);
-}
-
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
-    std::shared_ptr<SplitProvider> provider) const {
-  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
-  return MakeIteratorOver(optimized->graph, node_->NextInstance(),
-                          RuntimeOptions::FromOptions(options()), std::move(provider));
-}
-
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
-    const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) const {
-  if (!node_) return *error_;
-  return MakeIteratorOver(node_, node_->NextInstance(), options, std::move(provider));
+Result<std::unique_ptr<Iterator>> MakeIteratorAsBuilt(
+    const Dataset& dataset, const Options& options,
+    std::shared_ptr<SplitProvider> provider) {
+  SLUICE_RETURN_IF_ERROR(dataset.status());
+  const DatasetPtr& node = NodeOf(dataset);
+  Options o = options;
+  // File confinement is never dropped silently.
+  if (!o.files.confined()) o.files = dataset.options().files;
+  return internal::IteratorAccess::Make(node, node->NextInstance(), o,
+                                        std::move(provider));
 }
 
 Result<std::shared_ptr<SplitProvider>> Dataset::MakeSplitProvider() const {
@@ -464,70 +493,64 @@ Result<std::shared_ptr<SplitProvider>> Dataset::MakeSplitProvider() const {
   return std::shared_ptr<SplitProvider>(std::make_shared<IndexSplitProvider>(n));
 }
 
-Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset,
-                   std::shared_ptr<Runtime> runtime, IteratorPtr root, int64_t instance,
-                   std::shared_ptr<SplitProvider> splits)
-    : dataset_(std::move(dataset)),
-      runtime_(std::move(runtime)),
-      splits_(std::move(splits)),
-      root_(std::move(root)),
-      instance_(instance),
-      created_ns_(MonotonicNs()),
-      calls_(std::make_unique<IteratorCalls>()) {
-  if (runtime_->options().autotune) {
-    autotuner_ = Autotuner::Start(runtime_.get(), [this] { return Snapshot(); });
+Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->calls = std::make_unique<IteratorCalls>();
+  if (impl_->runtime->options().autotune) {
+    impl_->autotuner =
+        Autotuner::Start(impl_->runtime.get(), [this] { return Snapshot(); });
   }
 }
 
 Iterator::~Iterator() {
-  autotuner_.reset();  // stops tuning before the tree goes
+  impl_->autotuner.reset();  // stops tuning before the tree goes
   Cancel();
   {
-    while (calls_->active.load(std::memory_order_seq_cst) != 0) {
+    while (impl_->calls->active.load(std::memory_order_seq_cst) != 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
-  root_.reset();  // joins the tree's threads before the runtime's pool goes
+  impl_->root.reset();  // joins the tree's threads before the runtime's pool goes
 }
 
 void Iterator::Cancel() {
-  calls_->cancelled.store(true, std::memory_order_seq_cst);
-  std::lock_guard<std::mutex> l(calls_->root_mu);
-  root_->Cancel();
+  impl_->calls->cancelled.store(true, std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+  impl_->root->Cancel();
 }
 
 Result<std::optional<Element>> Iterator::GetNext() {
-  ActiveCall call(calls_.get());
-  if (calls_->cancelled.load(std::memory_order_seq_cst)) [[unlikely]] {
+  ActiveCall call(impl_->calls.get());
+  if (impl_->calls->cancelled.load(std::memory_order_seq_cst)) [[unlikely]] {
     return CancelledError("iterator cancelled");
   }
   try {
-    return root_->GetNext();
+    return impl_->root->GetNext();
   } catch (...) {
     return StatusFromException("GetNext");
   }
 }
 
 Result<std::string> Iterator::Save() try {
-  ActiveCall call(calls_.get());
+  ActiveCall call(impl_->calls.get());
   CheckpointWriter w;
   w.WriteInt(kRootPrefix, "version", kCheckpointVersion);
-  w.WriteString(kRootPrefix, "fingerprint", CachedFingerprint(calls_.get(), dataset_));
-  w.WriteInt(kRootPrefix, "instance", instance_);
-  w.WriteString(kRootPrefix, "op", dataset_->op());
-  SLUICE_RETURN_IF_ERROR(root_->Save(&w));
+  w.WriteString(kRootPrefix, "fingerprint",
+                CachedFingerprint(impl_->calls.get(), impl_->dataset));
+  w.WriteInt(kRootPrefix, "instance", impl_->instance);
+  w.WriteString(kRootPrefix, "op", impl_->dataset->op());
+  SLUICE_RETURN_IF_ERROR(impl_->root->Save(&w));
   return w.Serialize();
 } catch (...) {
   return StatusFromException("Save");
 }
 
 Status Iterator::Restore(std::string_view checkpoint) try {
-  ActiveCall call(calls_.get());
+  ActiveCall call(impl_->calls.get());
   SLUICE_ASSIGN_OR_RETURN(CheckpointReader r, CheckpointReader::Parse(checkpoint));
   SLUICE_ASSIGN_OR_RETURN(std::string op, r.ReadString(kRootPrefix, "op"));
-  if (op != dataset_->op()) {
+  if (op != impl_->dataset->op()) {
     return InvalidArgumentError("checkpoint is of a pipeline ending in '" + op +
-                                "', this one ends in '" + dataset_->op() + "'");
+                                "', this one ends in '" + impl_->dataset->op() + "'");
   }
   // Version 1 checkpoints carry no fingerprint; they restore as before.
   if (r.Contains(kRootPrefix, "version")) {
@@ -538,57 +561,60 @@ Status Iterator::Restore(std::string_view checkpoint) try {
                                   std::to_string(kCheckpointVersion) + ")");
     }
     SLUICE_ASSIGN_OR_RETURN(std::string saved, r.ReadString(kRootPrefix, "fingerprint"));
-    if (saved != CachedFingerprint(calls_.get(), dataset_)) {
+    if (saved != CachedFingerprint(impl_->calls.get(), impl_->dataset)) {
       return FailedPreconditionError(
           "the checkpoint was taken from a different pipeline (its fingerprint is " +
           saved.substr(0, 64) + ", this pipeline's is " +
-          CachedFingerprint(calls_.get(), dataset_) +
+          CachedFingerprint(impl_->calls.get(), impl_->dataset) +
           "): restore it into an iterator of the pipeline that saved it");
     }
   }
   SLUICE_ASSIGN_OR_RETURN(int64_t instance, r.ReadInt(kRootPrefix, "instance"));
   // Rebuild the tree with the saved instance so per-iteration seeds match.
-  SLUICE_ASSIGN_OR_RETURN(
-      IteratorPtr root,
-      dataset_->MakeIterator(RootContext(instance, runtime_.get(), splits_),
-                             std::string(kRootPrefix)));
+  SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
+                          impl_->dataset->MakeIterator(
+                              RootContext(instance, impl_->runtime.get(), impl_->splits),
+                              std::string(kRootPrefix)));
   SLUICE_RETURN_IF_ERROR(root->Restore(r));
   {
-    std::lock_guard<std::mutex> l(calls_->root_mu);
-    root_->Cancel();
-    std::swap(root_, root);
-    if (calls_->cancelled.load(std::memory_order_relaxed)) root_->Cancel();
+    std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+    impl_->root->Cancel();
+    std::swap(impl_->root, root);
+    if (impl_->calls->cancelled.load(std::memory_order_relaxed)) impl_->root->Cancel();
   }
   root.reset();  // the old tree, outside the lock: joining its threads may take a while
-  instance_ = instance;
+  impl_->instance = instance;
   return Status::OK();
 } catch (...) {
   return StatusFromException("Restore");
 }
 
-const ElementSpec& Iterator::element_spec() const { return dataset_->element_spec(); }
+const ElementSpec& Iterator::element_spec() const {
+  return impl_->dataset->element_spec();
+}
 
 std::vector<IteratorStats> Iterator::Stats() const {
   std::vector<IteratorStats> out;
-  std::lock_guard<std::mutex> l(calls_->root_mu);
-  root_->CollectStats(&out);
+  std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+  impl_->root->CollectStats(&out);
   return out;
 }
 
 std::vector<TunedParameter> Iterator::TunedParameters() const {
-  return autotuner_ ? autotuner_->Parameters() : std::vector<TunedParameter>{};
+  return impl_->autotuner ? impl_->autotuner->Parameters()
+                          : std::vector<TunedParameter>{};
 }
 
 PipelineStats Iterator::Snapshot() const {
   PipelineStats p;
-  p.uptime_ns = MonotonicNs() - created_ns_;
-  p.cpu_budget = runtime_->cpu_budget();
-  p.ram_budget = runtime_->memory().limit();
-  p.buffered_bytes = runtime_->memory().used();
-  p.peak_buffered_bytes = runtime_->memory().peak();
-  p.budget_overshoot_bytes = runtime_->memory().overshoot();
-  std::lock_guard<std::mutex> l(calls_->root_mu);
-  root_->CollectStats(&p.nodes);
+  p.uptime_ns = MonotonicNs() - impl_->created_ns;
+  p.cpu_budget = impl_->runtime->cpu_budget();
+  p.ram_budget = impl_->runtime->memory().limit();
+  p.buffered_bytes = impl_->runtime->memory().used();
+  p.peak_buffered_bytes = impl_->runtime->memory().peak();
+  p.budget_overshoot_bytes = impl_->runtime->memory().overshoot();
+  std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+  impl_->root->CollectStats(&p.nodes);
   return p;
 }
 

@@ -1,10 +1,12 @@
 // Dataset <-> GraphDef (graph/proto/graph.proto), binary and JSON.
+#include "sluice/serialize.h"
+
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/stubs/common.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/common.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/type_resolver_util.h>
-#include <google/protobuf/descriptor.h>
 
 #include <bit>
 #include <climits>
@@ -16,8 +18,8 @@
 #include "api/builtins.h"
 #include "api/serialize_internal.h"
 #include "core/env.h"
+#include "graph/dataset_access.h"
 #include "graph/registry.h"
-#include "sluice/serialize.h"
 
 namespace sluice {
 
@@ -379,7 +381,7 @@ Result<graph::GraphDef> DatasetToGraphDef(const Dataset& dataset) {
   graph::GraphDef def;
   def.set_version(kGraphFormatVersion);
   std::map<const DatasetNode*, int64_t> ids;
-  SLUICE_ASSIGN_OR_RETURN(int64_t out, AddNode(dataset.node(), &def, &ids));
+  SLUICE_ASSIGN_OR_RETURN(int64_t out, AddNode(NodeOf(dataset), &def, &ids));
   def.set_output(out);
   OptionsToProto(dataset.options(), def.mutable_options());
   return def;
@@ -454,7 +456,7 @@ Result<Dataset> DatasetFromGraphDef(const graph::GraphDef& def) {
                                 " is not a node (the graph has " + std::to_string(num_nodes) +
                                 ")");
   }
-  Dataset ds(nodes[def.output()]);
+  Dataset ds = DatasetOf(nodes[def.output()]);
   if (def.has_options()) ds = ds.WithOptions(OptionsFromProto(def.options()));
   return ds;
 }
@@ -547,7 +549,7 @@ std::string DatasetGraphDebugString(const Dataset& dataset) {
   if (!dataset.ok()) return "<invalid dataset: " + dataset.status().ToString() + ">\n";
   std::ostringstream os;
   std::set<const DatasetNode*> printed;
-  PrintNode(dataset.node(), 0, GraphNodeIds(dataset.node()), &printed, os);
+  PrintNode(NodeOf(dataset), 0, GraphNodeIds(NodeOf(dataset)), &printed, os);
   return os.str();
 }
 

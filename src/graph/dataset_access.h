@@ -1,4 +1,6 @@
-// Internal pieces of the public Dataset value that the framework and the API layer share.
+// Internal pieces of the public Dataset value that the framework and the API layer share:
+// its graph node (NodeOf, DatasetOf), building a node by op name below the API layer
+// (BuildDataset), and the optimized-graph cache.
 //
 // Dataset::OptimizedGraph is the statically rewritten graph the first MakeIterator() of a
 // Dataset value computes (src/api/dataset.cc) and its copies share. It is defined here,
@@ -30,11 +32,23 @@ struct Dataset::OptimizedGraph {
 namespace internal {
 // Access to Dataset's private parts for the framework and the API layer.
 struct DatasetAccess {
+  // The graph node a valid dataset holds (null for one carrying an error).
+  static const DatasetPtr& Node(const Dataset& ds) { return ds.node_; }
+  // A dataset holding `node` (an InternalError dataset for null), default options.
+  static Dataset FromNode(DatasetPtr node) { return Dataset(std::move(node)); }
   // Dataset::FromOp without installing the builtins (see BuildDataset).
   static Dataset FromOp(std::string_view op, AttrMap attrs, std::vector<Dataset> inputs,
                         std::vector<Function> functions);
 };
 }  // namespace internal
+
+// Shorthands for the two above.
+inline const DatasetPtr& NodeOf(const Dataset& ds) {
+  return internal::DatasetAccess::Node(ds);
+}
+inline Dataset DatasetOf(DatasetPtr node) {
+  return internal::DatasetAccess::FromNode(std::move(node));
+}
 
 // A dataset of the registered op `op` (Registry::Global()) over `inputs`, carrying their
 // options merged left to right; an invalid input or function, or the registry's error,

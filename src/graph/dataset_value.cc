@@ -161,6 +161,8 @@ Options Options::Merge(const Options& o) const {
   MergeField(&m.files.allowed_roots, o.files.allowed_roots);
   MergeField(&m.files.allowed_write_roots, o.files.allowed_write_roots);
   MergeField(&m.inline_execution, o.inline_execution);
+  if (o.span_recorder != nullptr) m.span_recorder = o.span_recorder;
+  if (o.env != nullptr) m.env = o.env;
   return m;
 }
 
@@ -194,6 +196,8 @@ std::vector<std::string> Options::DebugLines() const {
   };
   add_list("files.allowed_roots", files.allowed_roots);
   add_list("files.allowed_write_roots", files.allowed_write_roots);
+  if (span_recorder != nullptr) out.push_back("span_recorder=attached");
+  if (env != nullptr) out.push_back("env=custom");
   return out;
 }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "graph/dataset_node.h"
+#include "graph/function_internal.h"
 #include "graph/op_def.h"
 #include "sluice/dataset.h"
 

@@ -45,9 +45,10 @@ void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::
      Dataset probe = BuildDataset(op, op_attrs);
      if (!probe.ok()) return probe.status().WithContext(name);
      const ElementSpec out_spec = probe.element_spec();
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          name, attrs, nullptr, {.is_random = false},
-         [out_spec](const ElementSpec&) -> Result<ElementSpec> { return out_spec; }, nullptr,
+         [out_spec](const ElementSpec&) -> Result<ElementSpec> { return out_spec; },
+         nullptr,
          [name, op, op_attrs, comp](Element e, FunctionContext&) -> Result<Dataset> {
            if (static_cast<size_t>(comp) >= e.size() || e[comp].dtype() != DType::kString ||
                e[comp].num_elements() != 1) {
@@ -69,21 +70,26 @@ void RegisterDatasetKernels(Registry* r) {
   RegisterFileDatasetKernel(r, "text_line_dataset", "TextLine");
   RegisterFileDatasetKernel(r, "fixed_length_record_dataset", "FixedLengthRecord");
 
-  r->RegisterKernel(
-      KernelDef("from_tensor_slices")
-          .Summary("The dataset of the element's slices along dimension 0.")
-          .Kind(Function::Kind::kDataset),
-      [](const AttrMap& attrs) -> Result<Function> {
-     return Function::MakeKernel(
-         "from_tensor_slices", attrs, nullptr, {.is_random = false},
-         [](const ElementSpec& in) -> Result<ElementSpec> { return UnbatchedSpec(in); }, nullptr,
-         [](Element e, FunctionContext&) -> Result<Dataset> {
-           // BuildDataset: Dataset::FromOp and the fluent methods are the API layer's.
-           std::vector<std::string> names = e.names() ? *e.names() : std::vector<std::string>{};
-           return BuildDataset("FromTensorSlices",
-                                  {{"components", e.tensors()}, {"names", std::move(names)}});
-         });
-   });
+  r->RegisterKernel(KernelDef("from_tensor_slices")
+                        .Summary("The dataset of the element's slices along dimension 0.")
+                        .Kind(Function::Kind::kDataset),
+                    [](const AttrMap& attrs) -> Result<Function> {
+                      return MakeKernelFunction(
+                          "from_tensor_slices", attrs, nullptr, {.is_random = false},
+                          [](const ElementSpec& in) -> Result<ElementSpec> {
+                            return UnbatchedSpec(in);
+                          },
+                          nullptr,
+                          [](Element e, FunctionContext&) -> Result<Dataset> {
+                            // BuildDataset: Dataset::FromOp and the fluent methods are
+                            // the API layer's.
+                            std::vector<std::string> names =
+                                e.names() ? *e.names() : std::vector<std::string>{};
+                            return BuildDataset("FromTensorSlices",
+                                                {{"components", e.tensors()},
+                                                 {"names", std::move(names)}});
+                          });
+                    });
 
   r->RegisterKernel(
       KernelDef("window_batch")
@@ -99,7 +105,7 @@ void RegisterDatasetKernels(Registry* r) {
        return InvalidArgumentError("window_batch: batch_size must be >= 1, got " +
                                    std::to_string(batch));
      }
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "window_batch", attrs, nullptr, {.is_random = false}, nullptr, nullptr,
          [batch, drop](Element, FunctionContext& ctx) -> Result<Dataset> {
            if (ctx.window() == nullptr) {

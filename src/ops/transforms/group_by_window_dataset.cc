@@ -357,7 +357,7 @@ class GroupByWindowIterator : public UnaryIterator {
                                                  Element{Tensor::Scalar(key)}, fctx));
     SLUICE_ASSIGN_OR_RETURN(
         current_,
-        MakeChild(reduced.node(),
+        MakeChild(NodeOf(reduced),
                   ctx_.Mixed(static_cast<uint64_t>(position)).WithoutSplits(), "reduce"));
     current_key_ = key;
     current_position_ = position;
