@@ -18,14 +18,20 @@ An include that points up or sideways (formats <-> framework, ops <-> optimizer 
 autotune), an include of anything but include/sluice/ from a public header, and an include
 of the data generator from a layer are errors, printed as
     path:line: <from layer> -> <to layer>: #include "x" (<from layer> may include: ...)
+With --archives BUILD_DIR it also reads the layers' static libraries there
+(libsluice_<layer>.a, nm) and fails on a symbol a layer uses that only a layer it may not
+use defines: a call up that an include check cannot see (a function declared below and
+defined above), printed as
+    libsluice_<from>.a: <from> -> <to>: <symbol>
 Exit status: 0 when clean, 1 on any error, 2 on bad usage.
 
-    /usr/bin/python3 scripts/check_layers.py [--root DIR]
+    /usr/bin/python3 scripts/check_layers.py [--root DIR] [--archives BUILD_DIR]
 """
 
 import argparse
 import os
 import re
+import subprocess
 import sys
 
 # Which layers each layer may include (itself included). Transitive edges are spelled
@@ -120,10 +126,45 @@ def check(root):
     return scanned, errors
 
 
+# The static library of each layer in the build tree (CMakeLists.txt).
+ARCHIVES = {layer: f"libsluice_{layer}.a" for layer in
+            ("core", "formats", "framework", "ops", "optimizer", "autotune", "api")}
+
+
+def nm(archive, *flags):
+    out = subprocess.run(["nm", "-g", *flags, archive], capture_output=True, text=True,
+                         check=True).stdout
+    return out.splitlines()
+
+
+def check_archives(build):
+    """Symbols a layer's archive leaves undefined that only a forbidden layer defines."""
+    defined, undefined = {}, {}
+    for layer, name in ARCHIVES.items():
+        path = os.path.join(build, name)
+        if not os.path.exists(path):
+            return [f"{path}: missing (build the library first)"]
+        defined[layer] = {f[2] for f in (l.split() for l in nm(path, "--defined-only"))
+                          if len(f) == 3}
+        undefined[layer] = {f[1] for f in (l.split() for l in nm(path, "--undefined-only"))
+                            if len(f) == 2 and f[0] == "U"}
+    errors = []
+    for layer in ARCHIVES:
+        for sym in sorted(undefined[layer] - defined[layer]):
+            owners = [o for o in ARCHIVES if o != layer and sym in defined[o]]
+            if owners and not any(o in ALLOWED[layer] for o in owners):
+                name = subprocess.run(["c++filt", sym], capture_output=True,
+                                      text=True).stdout.strip() or sym
+                errors.append(f"{ARCHIVES[layer]}: {layer} -> {'/'.join(owners)}: {name}")
+    return errors
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."),
                         help="the source tree (default: this script's repository)")
+    parser.add_argument("--archives", metavar="BUILD_DIR",
+                        help="also check the layers' static libraries in BUILD_DIR")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     if not os.path.isdir(os.path.join(root, "src")) or not os.path.isdir(
@@ -131,13 +172,16 @@ def main():
         print(f"check_layers: {root} has no src/ and include/", file=sys.stderr)
         return 2
     scanned, errors = check(root)
+    if args.archives:
+        errors += check_archives(args.archives)
     for e in errors:
         print(e)
     if errors:
         print(f"check_layers: {len(errors)} include(s) break the layering "
               f"(docs/architecture.md)", file=sys.stderr)
         return 1
-    print(f"check_layers: {scanned} files, every include points down")
+    what = " and every symbol the libraries use" if args.archives else ""
+    print(f"check_layers: {scanned} files, every include{what} points down")
     return 0
 
 
