@@ -1,7 +1,7 @@
 # sluice: two commands for a newcomer.
 #   make demo   installs what is missing, builds, runs the main job on embedded data
 #   make test   installs what is missing, builds, runs every test
-# More: make asan | tsan | threadsafety | fuzz | bench | bench-peers | format | clean
+# More: make asan | tsan | threadsafety | fuzz | bench | bench-peers | format | install | clean
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -18,8 +18,9 @@ FUZZ_SECONDS ?= 30
 # in make test.
 TSAN_EXCLUDE ?= ExampleWireTest|ParseExampleTest|ParseSequenceExampleTest|example\.tfrecord_pipeline|GeneratedSetTest\.TfrecordShardsParseBack|SerializeTest\.EveryRegisteredKernelRoundTrips|SpecTest\.ImagenetSpecRuns
 CMAKE_FLAGS ?=
+PREFIX     ?= /usr/local
 
-.PHONY: all deps build demo test asan tsan threadsafety fuzz bench bench-peers format clean
+.PHONY: all deps build demo test asan tsan threadsafety fuzz bench bench-peers format install clean
 
 all: build
 
@@ -72,6 +73,10 @@ fuzz: deps
 	  -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	./scripts/run_fuzzers.sh $(BUILD_FUZZ) $(FUZZ_SECONDS)
+
+# Headers, static libraries and the CMake package (find_package(sluice), sluice::sluice).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: build
 	./scripts/run_benchmarks.sh $(BUILD)

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "api/dataset_internal.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -121,7 +122,7 @@ int ShuffleSmall() {
   double best = 1e30;
   int64_t sum = 0;
   for (int rep = 0; rep < 5; ++rep) {
-    auto it = Dataset::Range(kN).Shuffle(1024, 1).MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(Dataset::Range(kN).Shuffle(1024, 1), {});
     if (!it.ok()) return 1;
     const auto t0 = std::chrono::steady_clock::now();
     while (true) {

@@ -37,6 +37,7 @@
 #include <string>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -106,9 +107,9 @@ void RecordLoad(benchmark::State& state) {
 }
 
 // Drains `ds` once; returns the elements, or -1 after reporting an error to `state`.
-int64_t Drain(const Dataset& ds, const RuntimeOptions& rt, benchmark::State& state,
+int64_t Drain(const Dataset& ds, const Options& rt, benchmark::State& state,
               PipelineStats* stats = nullptr) {
-  auto it = ds.MakeIterator(rt);
+  auto it = MakeIteratorAsBuilt(ds, rt);
   if (!it.ok()) {
     state.SkipWithError(it.status().ToString().c_str());
     return -1;
@@ -130,7 +131,7 @@ int64_t Drain(const Dataset& ds, const RuntimeOptions& rt, benchmark::State& sta
 
 // Runs the benchmark loop over `ds`, timing each drain; returns elements per second of
 // wall time, or -1 on error.
-double TimedLoop(benchmark::State& state, const Dataset& ds, const RuntimeOptions& rt) {
+double TimedLoop(benchmark::State& state, const Dataset& ds, const Options& rt) {
   int64_t elements = 0;
   double seconds = 0;
   for (auto _ : state) {
@@ -159,12 +160,12 @@ Dataset CpuPipeline(int64_t p) {
 // before it, so the efficiency compares runs made under the same machine load.
 void BM_CpuScaling(benchmark::State& state) {
   const int64_t p = state.range(0);
-  RuntimeOptions rt;
-  rt.cpu_budget = std::max<int64_t>(p, 1);
+  Options rt;
+  rt.autotune.cpu_budget = std::max<int64_t>(p, 1);
   const Dataset ds = CpuPipeline(p);
   const Dataset baseline_ds = CpuPipeline(0);
-  RuntimeOptions baseline_rt;
-  baseline_rt.cpu_budget = 1;
+  Options baseline_rt;
+  baseline_rt.autotune.cpu_budget = 1;
   int64_t elements = 0, baseline_elements = 0;
   double seconds = 0, baseline_seconds = 0;
   for (auto _ : state) {
@@ -215,8 +216,8 @@ void BM_SleepMap(benchmark::State& state) {
   const int64_t p = state.range(0);
   // ~0.3 s per drain at the ideal rate p / 5 ms.
   const Dataset ds = Dataset::Range(64 * p).Map(Sleep5ms(), p, true);
-  RuntimeOptions rt;
-  rt.cpu_budget = p;
+  Options rt;
+  rt.autotune.cpu_budget = p;
   const double tput = TimedLoop(state, ds, rt);
   if (tput < 0) return;
   state.counters["ideal_fraction"] = tput / (p / kSleepSeconds);
@@ -240,8 +241,8 @@ void BM_SleepParallelInterleave(benchmark::State& state) {
   const Dataset ds = Dataset::Range(32).Interleave(inner, /*cycle_length=*/p,
                                                    /*block_length=*/1,
                                                    /*num_parallel_calls=*/p, true);
-  RuntimeOptions rt;
-  rt.cpu_budget = p;
+  Options rt;
+  rt.autotune.cpu_budget = p;
   const double tput = TimedLoop(state, ds, rt);
   if (tput < 0) return;
   state.counters["ideal_fraction"] = tput / (p / kSleepSeconds);
@@ -272,9 +273,9 @@ void BM_MemoryBudget(benchmark::State& state) {
       });
   // Unbounded, the buffers would hold 64 prefetched + 8 mapped elements: 4.5 GiB.
   const Dataset ds = Dataset::Range(kBigElements).Map(big, 4).Prefetch(64);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  rt.ram_budget = kRamBudget;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  rt.autotune.ram_budget = kRamBudget;
   PipelineStats stats;
   int64_t elements = 0;
   for (auto _ : state) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "autotune/model.h"
 #include "autotune/optimizer.h"
 #include "runtime/node_stats.h"
@@ -170,10 +171,10 @@ TEST(Optimizer, StaysWithinTheRamBudget) {
 // ---- Live pipelines ----
 
 TEST(Autotune, RaisesParallelismOfACpuHeavyMapFromOne) {
-  RuntimeOptions o;
-  o.cpu_budget = 4;
-  o.initial_parallelism = 1;  // the default start is the budget
-  auto it = Dataset::Range(1 << 30).Map(Burner(500), kAutotune).MakeIterator(o);
+  Options o;
+  o.autotune.cpu_budget = 4;
+  o.autotune.initial_parallelism = 1;  // the default start is the budget
+  auto it = MakeIteratorAsBuilt(Dataset::Range(1 << 30).Map(Burner(500), kAutotune), o);
   ASSERT_TRUE(it.ok()) << it.status();
   ASSERT_EQ((*it)->TunedParameters().size(), 1u);
   EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 1);
@@ -201,10 +202,11 @@ TEST(Autotune, RaisesParallelismOfACpuHeavyMapFromOne) {
 }
 
 TEST(Autotune, OffKeepsTheCpuBudget) {
-  RuntimeOptions o;
-  o.cpu_budget = 3;
-  o.autotune = false;
-  auto it = Dataset::Range(10).Map(Burner(1), kAutotune).Prefetch(kAutotune).MakeIterator(o);
+  Options o;
+  o.autotune.cpu_budget = 3;
+  o.autotune.enabled = false;
+  auto it = MakeIteratorAsBuilt(
+      Dataset::Range(10).Map(Burner(1), kAutotune).Prefetch(kAutotune), o);
   ASSERT_TRUE(it.ok());
   EXPECT_TRUE((*it)->TunedParameters().empty());
   ASSERT_TRUE((*it)->GetNext().ok());
@@ -214,26 +216,26 @@ TEST(Autotune, OffKeepsTheCpuBudget) {
 }
 
 TEST(Autotune, ParallelismStartsAtTheBudgetByDefault) {
-  RuntimeOptions o;
-  o.cpu_budget = 3;
-  auto it = Dataset::Range(10).Map(Burner(1), kAutotune).MakeIterator(o);
+  Options o;
+  o.autotune.cpu_budget = 3;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(10).Map(Burner(1), kAutotune), o);
   ASSERT_TRUE(it.ok());
   EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 3);
 }
 
 TEST(Autotune, InitialParallelismIsHonoured) {
-  RuntimeOptions o;
-  o.cpu_budget = 4;
-  o.initial_parallelism = 3;
-  auto it = Dataset::Range(10).Map(Burner(1), kAutotune).MakeIterator(o);
+  Options o;
+  o.autotune.cpu_budget = 4;
+  o.autotune.initial_parallelism = 3;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(10).Map(Burner(1), kAutotune), o);
   ASSERT_TRUE(it.ok());
   EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 3);
 }
 
 TEST(Autotune, TunedParametersListTheKnobs) {
-  RuntimeOptions o;
-  o.cpu_budget = 2;
-  o.initial_parallelism = 1;
+  Options o;
+  o.autotune.cpu_budget = 2;
+  o.autotune.initial_parallelism = 1;
   Function open = Function::DatasetFunction(
       "range", [](Element e, FunctionContext&) -> Result<Dataset> {
         return Dataset::Range(e[0].scalar<int64_t>());
@@ -244,7 +246,7 @@ TEST(Autotune, TunedParametersListTheKnobs) {
                    .Map(Burner(1), 2)  // explicit: not a knob
                    .MapAndBatch(Burner(1), 4, kAutotune)
                    .Prefetch(kAutotune);
-  auto it = ds.MakeIterator(o);
+  auto it = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(it.ok()) << it.status();
   const auto ps = (*it)->TunedParameters();
   ASSERT_EQ(ps.size(), 4u);
@@ -273,15 +275,15 @@ TEST(Autotune, TunedParametersListTheKnobs) {
 
 TEST(Autotune, RamBudgetHoldsWithBigElements) {
   const int64_t mib = 1 << 20;
-  RuntimeOptions o;
-  o.cpu_budget = 4;
-  o.ram_budget = 128 * mib;
+  Options o;
+  o.autotune.cpu_budget = 4;
+  o.autotune.ram_budget = 128 * mib;
   Dataset ds = Dataset::Range(1 << 30)
                    .Map(Big(4 * mib), kAutotune)
                    .Prefetch(kAutotune)
                    .Map(Burner(200), kAutotune)
                    .Prefetch(kAutotune);
-  auto it = ds.MakeIterator(o);
+  auto it = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(it.ok());
   for (int i = 0; i < 300; ++i) {
     auto e = (*it)->GetNext();
@@ -314,8 +316,8 @@ TEST(Autotune, OneCoreKeepsTotalParallelismAtOne) {
   // The runtime re-reads the cores at most once a second.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   {
-    auto it = Dataset::Range(400).Map(Burner(300), kAutotune).Prefetch(kAutotune).MakeIterator(
-        RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(
+        Dataset::Range(400).Map(Burner(300), kAutotune).Prefetch(kAutotune), {});
     ASSERT_TRUE(it.ok());
     EXPECT_EQ((*it)->Snapshot().cpu_budget, 1);
     int64_t n = 0;
@@ -334,10 +336,10 @@ TEST(Autotune, OneCoreKeepsTotalParallelismAtOne) {
 }
 
 TEST(Autotune, RestoreContinuesWithTheKnobs) {
-  RuntimeOptions o;
-  o.cpu_budget = 4;
+  Options o;
+  o.autotune.cpu_budget = 4;
   Dataset ds = Dataset::Range(200).Map(Burner(100), kAutotune).Batch(3).Prefetch(kAutotune);
-  auto a = ds.MakeIterator(o);
+  auto a = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(a.ok());
   for (int i = 0; i < 20; ++i) {
     auto e = (*a)->GetNext();
@@ -345,7 +347,7 @@ TEST(Autotune, RestoreContinuesWithTheKnobs) {
   }
   auto ckpt = (*a)->Save();
   ASSERT_TRUE(ckpt.ok()) << ckpt.status();
-  auto b = ds.MakeIterator(o);
+  auto b = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(b.ok());
   ASSERT_TRUE((*b)->Restore(*ckpt).ok());
   // Restore swapped the tree: its knobs are the new tree's, and tuning goes on.
@@ -366,14 +368,14 @@ TEST(Autotune, RestoreContinuesWithTheKnobs) {
 
 TEST(Autotune, ParallelInterleaveHonoursItsKnobUnderRepeat) {
   // Repeat re-creates the interleave each epoch: its knob re-registers every time.
-  RuntimeOptions o;
-  o.cpu_budget = 2;
+  Options o;
+  o.autotune.cpu_budget = 2;
   Function open = Function::DatasetFunction(
       "range", [](Element e, FunctionContext&) -> Result<Dataset> {
         return Dataset::Range(e[0].scalar<int64_t>()).Map(Burner(20));
       });
   Dataset ds = Dataset::Range(1, 20).Interleave(open, 4, 1, kAutotune).Repeat(5);
-  auto it = ds.MakeIterator(o);
+  auto it = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(it.ok());
   int64_t sum = 0;
   while (true) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "core/env.h"
 #include "formats/idx.h"
 #include "formats/tfrecord.h"
@@ -51,10 +52,10 @@ struct Pass {
 // go on ends its input).
 Pass Drain(const Dataset& ds, Env* env, int max_errors = 20) {
   Pass run;
-  RuntimeOptions o;
+  Options o;
   o.env = env;
   o.inline_execution = true;
-  auto it = ds.MakeIterator(o);
+  auto it = MakeIteratorAsBuilt(ds, o);
   if (!it.ok()) {
     run.errors.push_back(it.status());
     return run;
@@ -121,9 +122,9 @@ TEST_F(RecordFaultTest, EioNamesFileAndOffsetAndOtherFilesStillArrive) {
   EXPECT_LT(got.size(), want.size());
 
   // Under ignore_errors the pass ends normally with the same elements.
-  RuntimeOptions o;
+  Options o;
   o.env = &env;
-  auto it = Dataset::TFRecord(files_).IgnoreErrors().MakeIterator(o);
+  auto it = MakeIteratorAsBuilt(Dataset::TFRecord(files_).IgnoreErrors(), o);
   ASSERT_TRUE(it.ok());
   size_t n = 0;
   while (true) {
@@ -178,9 +179,9 @@ TEST_F(RecordFaultTest, OpenFailureIsReportedOnceAndSkipped) {
 
 TEST_F(RecordFaultTest, CountingEnvAndStatsCountBytesPerFile) {
   CountingEnv env(Env::Default());
-  RuntimeOptions o;
+  Options o;
   o.env = &env;
-  auto it = Dataset::TFRecord(files_).MakeIterator(o);
+  auto it = MakeIteratorAsBuilt(Dataset::TFRecord(files_), o);
   ASSERT_TRUE(it.ok());
   while (true) {
     auto r = (*it)->GetNext();

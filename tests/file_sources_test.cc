@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "api/dataset_internal.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
 
@@ -134,7 +135,7 @@ TEST(ListFilesTest, SkipIsPositional) {
     Touch(files.back());
   }
   Dataset ds = Dataset::ListFiles({dir.File("g*")}, false);
-  auto it = ds.node()->MakeIterator(IteratorContext{}, "Root");
+  auto it = NodeOf(ds)->MakeIterator(IteratorContext{}, "Root");
   ASSERT_TRUE(it.ok());
   auto k = (*it)->Skip(7);
   ASSERT_TRUE(k.ok());
@@ -262,7 +263,7 @@ TEST(ImageFolderTest, SkipIsPositional) {
   }
   Dataset ds = Dataset::ImageFolder(dir.path());
   ASSERT_TRUE(ds.ok()) << ds.status();
-  auto it = ds.node()->MakeIterator(IteratorContext{}, "Root");
+  auto it = NodeOf(ds)->MakeIterator(IteratorContext{}, "Root");
   ASSERT_TRUE(it.ok());
   ASSERT_EQ(*(*it)->Skip(6), 6);
   auto e = (*it)->GetNext();

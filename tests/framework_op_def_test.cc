@@ -7,7 +7,10 @@
 
 #include <set>
 
+#include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
+#include "ops/ops.h"
 #include "testing/op_cases.h"
 
 namespace sluice {
@@ -16,12 +19,12 @@ namespace {
 using namespace testing;  // NOLINT: the shared op cases and helpers
 
 TEST(OpDefTest, BuiltinsRegisterWithoutError) {
-  EXPECT_TRUE(Registry::Global().status().ok()) << Registry::Global().status();
+  EXPECT_TRUE(BuiltinRegistry().status().ok()) << BuiltinRegistry().status();
 }
 
 // Every op and kernel: a summary, documented attributes with distinct names, and a case.
 TEST(OpDefTest, EveryOpAndKernelHasMetadataAndACase) {
-  const Registry& r = Registry::Global();
+  const Registry& r = BuiltinRegistry();
   std::vector<std::string> problems;
   auto check_attrs = [&](const std::string& who, const std::vector<AttrDef>& attrs) {
     std::set<std::string> seen;
@@ -102,12 +105,12 @@ TEST(OpDefTest, DeclaredOpDefaultsAreTheFactoriesDefaults) {
   int exercised = 0;
   for (const auto& [op, make] : OpCases()) {
     SCOPED_TRACE("op " + op);
-    const OpDef* def = Registry::Global().FindOp(op);
+    const OpDef* def = BuiltinRegistry().FindOp(op);
     ASSERT_NE(def, nullptr);
     Dataset ds = make(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
     std::vector<DatasetPtr> nodes;
-    FindNodes(ds.node(), op, &nodes);
+    FindNodes(NodeOf(ds), op, &nodes);
     ASSERT_FALSE(nodes.empty());
     const DatasetPtr& node = nodes[0];
     OpArgs full{node->attrs(), node->inputs(), node->functions()};
@@ -116,13 +119,13 @@ TEST(OpDefTest, DeclaredOpDefaultsAreTheFactoriesDefaults) {
                         WithDefaults(def->attrs(), false, &bare.attrs);
     if (changed == 0) continue;
     exercised += changed;
-    auto a = Registry::Global().CreateOp(op, full);
-    auto b = Registry::Global().CreateOp(op, bare);
+    auto a = BuiltinRegistry().CreateOp(op, full);
+    auto b = BuiltinRegistry().CreateOp(op, bare);
     ASSERT_TRUE(a.ok()) << a.status();
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_EQ((*a)->element_spec(), (*b)->element_spec());
     EXPECT_EQ((*a)->Cardinality(), (*b)->Cardinality());
-    ExpectSameElements(Collect(Dataset(*a)), Collect(Dataset(*b)));
+    ExpectSameElements(Collect(DatasetOf(*a)), Collect(DatasetOf(*b)));
   }
   EXPECT_GT(exercised, 30);
 }
@@ -144,11 +147,11 @@ TEST(OpDefTest, DeclaredKernelDefaultsAndTraitsAreTheKernels) {
   int rebuilt = 0;
   for (const auto& [kernel, make] : KernelCases()) {
     SCOPED_TRACE("kernel " + kernel);
-    const KernelDef* def = Registry::Global().FindKernel(kernel);
+    const KernelDef* def = BuiltinRegistry().FindKernel(kernel);
     ASSERT_NE(def, nullptr);
     Dataset ds = make(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
-    auto [node, index] = FindKernelUse(ds.node(), kernel);
+    auto [node, index] = FindKernelUse(NodeOf(ds), kernel);
     ASSERT_NE(node, nullptr);
     const Function& f = node->functions()[index];
     // Traits and kind as declared.
@@ -163,19 +166,19 @@ TEST(OpDefTest, DeclaredKernelDefaultsAndTraitsAreTheKernels) {
                         WithDefaults(def->attrs(), false, &bare);
     if (changed == 0) continue;
     rebuilt += changed;
-    auto fa = Registry::Global().CreateKernel(kernel, full);
-    auto fb = Registry::Global().CreateKernel(kernel, bare);
+    auto fa = BuiltinRegistry().CreateKernel(kernel, full);
+    auto fb = BuiltinRegistry().CreateKernel(kernel, bare);
     ASSERT_TRUE(fa.ok()) << fa.status();
     ASSERT_TRUE(fb.ok()) << fb.status();
     OpArgs args{node->attrs(), node->inputs(), node->functions()};
     args.functions[index] = *fa;
-    auto a = Registry::Global().CreateOp(node->op(), args);
+    auto a = BuiltinRegistry().CreateOp(node->op(), args);
     args.functions[index] = *fb;
-    auto b = Registry::Global().CreateOp(node->op(), args);
+    auto b = BuiltinRegistry().CreateOp(node->op(), args);
     ASSERT_TRUE(a.ok()) << a.status();
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_EQ((*a)->element_spec(), (*b)->element_spec());
-    ExpectSameElements(Collect(Dataset(*a)), Collect(Dataset(*b)));
+    ExpectSameElements(Collect(DatasetOf(*a)), Collect(DatasetOf(*b)));
   }
   EXPECT_GT(rebuilt, 30);
 }
@@ -188,13 +191,13 @@ TEST(OpDefTest, AsyncTraitMatchesTheIterators) {
     SCOPED_TRACE("op " + op);
     Dataset ds = make(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
-    RuntimeOptions o;
-    o.autotune = false;
-    auto it = ds.MakeIterator(o);
+    Options o;
+    o.autotune.enabled = false;
+    auto it = MakeIteratorAsBuilt(ds, o);
     ASSERT_TRUE(it.ok()) << it.status();
     ASSERT_TRUE((*it)->GetNext().ok());
     for (const IteratorStats& s : (*it)->Stats()) {
-      const OpDef* def = Registry::Global().FindOp(s.name);
+      const OpDef* def = BuiltinRegistry().FindOp(s.name);
       ASSERT_NE(def, nullptr) << s.name;
       EXPECT_EQ(s.async, def->traits().async) << s.prefix;
     }

@@ -4,6 +4,7 @@
 // int32 batches from a float32 pipeline).
 #include <gtest/gtest.h>
 
+#include "api/dataset_internal.h"
 #include "runtime/checkpoint.h"
 #include "sluice/dataset.h"
 #include "testing/conformance.h"
@@ -100,7 +101,7 @@ std::string HandWritten(std::optional<int64_t> version, const std::string& finge
 
 TEST(CheckpointFingerprintTest, VersionsAreChecked) {
   Dataset ds = Dataset::Range(10);
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE(it.ok());
   // Version 1 (no fingerprint) restores as before.
   Status s = (*it)->Restore(HandWritten(std::nullopt, ""));

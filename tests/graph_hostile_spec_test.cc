@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "api/dataset_internal.h"
 #include "sluice/serialize.h"
 #include "testing/conformance.h"
 
@@ -136,7 +137,7 @@ TEST(HostileSpecTest, SharedNodesStayShared) {
   // An iterator gives each use of a node its own iterator: 2^60 of them do not fit. The
   // optimizer's passes and verifier run first (MakeIterator()), over the shared graph.
   for (bool optimized : {false, true}) {
-    auto it = optimized ? ds->MakeIterator() : ds->MakeIterator(RuntimeOptions{});
+    auto it = optimized ? ds->MakeIterator() : MakeIteratorAsBuilt(*ds, {});
     ASSERT_FALSE(it.ok());
     EXPECT_EQ(it.status().code(), StatusCode::kResourceExhausted) << it.status();
     EXPECT_NE(it.status().message().find("iterators"), std::string::npos) << it.status();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "api/dataset_internal.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
 
@@ -60,7 +61,7 @@ std::vector<Element> RowsOf(const Tensor& t) {
 
 // An internal iterator over `ds`, for Skip.
 IteratorPtr RawIterator(const Dataset& ds) {
-  auto it = ds.node()->MakeIterator(IteratorContext{}, "Root");
+  auto it = NodeOf(ds)->MakeIterator(IteratorContext{}, "Root");
   EXPECT_TRUE(it.ok()) << it.status();
   return it.ok() ? std::move(it).value() : nullptr;
 }
@@ -384,7 +385,7 @@ TEST(IdxFashionMnistTest, ImageHashesAgreeAcrossReadPaths) {
   std::vector<uint64_t> sequential;
   std::vector<std::string> checkpoints;  // taken just before each of `rows`
   {
-    auto it = ds.MakeIterator(RuntimeOptions{});  // the IDX reader's own checkpoint
+    auto it = MakeIteratorAsBuilt(ds, {});  // the IDX reader's own checkpoint
     ASSERT_TRUE(it.ok());
     for (int i = 0; i < 60000; ++i) {
       bool wanted = std::find(rows.begin(), rows.end(), i) != rows.end();
@@ -414,7 +415,7 @@ TEST(IdxFashionMnistTest, ImageHashesAgreeAcrossReadPaths) {
     ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
     EXPECT_EQ(HashOf((**e)[0]), raw_hash(row));
 
-    auto restored = ds.MakeIterator(RuntimeOptions{});
+    auto restored = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(restored.ok());
     ASSERT_TRUE((*restored)->Restore(checkpoints[i]).ok());
     auto r = (*restored)->GetNext();

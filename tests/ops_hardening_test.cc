@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <new>
 #include <stdexcept>
 
+#include "api/dataset_internal.h"
 #include "sluice/serialize.h"
 #include "testing/conformance.h"
 
@@ -77,7 +77,7 @@ TEST(HugeSizes, EndlessBatchTooLargeForMemoryIsResourceExhausted) {
       Dataset::Range(10).Repeat().PaddedBatch(bs, {}, {}, false),
       Dataset::Range(10).Repeat().MapAndBatch(id, bs, 2, false)};
   for (Dataset& ds : cases) {
-    auto it = ds.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(it.ok()) << it.status();
     auto r = (*it)->GetNext();
     ASSERT_FALSE(r.ok());
@@ -98,7 +98,7 @@ TEST(HugeSizes, EndlessShuffleOrWindowTooLargeForMemoryIsResourceExhausted) {
       {Dataset::Range(10).Repeat().Shuffle(int64_t{1} << 40, 1), "a shuffle buffer of"},
       {Dataset::Range(10).Repeat().Window(4000000000, 1, 1, false), "a window of"}};
   for (Case& c : cases) {
-    auto it = c.ds.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(c.ds, {});
     ASSERT_TRUE(it.ok()) << it.status();
     auto r = (*it)->GetNext();
     ASSERT_FALSE(r.ok());
@@ -184,7 +184,7 @@ TEST(Exceptions, ThrowingFunctionsFailTheElementNotTheProcess) {
       {Dataset::Range(10).Filter(pred, 2), StatusCode::kInternal, "predicate bug"},
   };
   for (Case& c : cases) {
-    auto it = c.ds.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(c.ds, {});
     ASSERT_TRUE(it.ok()) << it.status();
     Status s;
     for (int i = 0; i < 20 && s.ok(); ++i) {

@@ -3,6 +3,8 @@
 // unoptimized pipelines (random functions, shuffle/repeat over epochs, decode and crop on
 // generated JPEGs), the driver's report and verifier, and checkpoints of optimized
 // pipelines.
+#include "optimizer/optimizer.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,10 +12,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/dataset_internal.h"
 #include "datagen/imagenet_like.h"
 #include "formats/image_codec.h"
+#include "graph/function_internal.h"
 #include "graph/registry.h"
-#include "optimizer/optimizer.h"
 #include "optimizer/pass.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
@@ -50,7 +53,7 @@ std::vector<std::string> Ops(const DatasetPtr& root) {
   }
   return out;
 }
-std::vector<std::string> Ops(const Dataset& ds) { return Ops(ds.node()); }
+std::vector<std::string> Ops(const Dataset& ds) { return Ops(NodeOf(ds)); }
 
 struct Optimized {
   DatasetPtr root;
@@ -65,7 +68,7 @@ struct Optimized {
 
 Optimized Optimize(const Dataset& ds, const Options& o) {
   Optimized out;
-  auto r = OptimizeGraph(ds.node(), o, &out.report);
+  auto r = OptimizeGraph(NodeOf(ds), o, &out.report);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (r.ok()) out.root = *r;
   return out;
@@ -84,7 +87,7 @@ std::vector<Element> Drain(Iterator* it, int64_t limit = -1) {
 
 // Every element of the graph as built (no rewrites).
 std::vector<Element> Unoptimized(const Dataset& ds) {
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   EXPECT_TRUE(it.ok()) << it.status().ToString();
   return it.ok() ? Drain(it->get()) : std::vector<Element>{};
 }
@@ -184,7 +187,7 @@ TEST_F(OptimizerTest, RewriteKeepsSharedNodesShared) {
 TEST_F(OptimizerTest, RewriteLeavesUnchangedGraphIdentical) {
   Dataset ds = Dataset::Range(10).Map(AddOne()).Batch(2);
   Optimized o = Optimize(ds, Only({"noop_elimination", "map_fusion", "filter_fusion"}));
-  EXPECT_EQ(o.root.get(), ds.node().get());
+  EXPECT_EQ(o.root.get(), NodeOf(ds).get());
 }
 
 TEST_F(OptimizerTest, RewriteHandlesLongPipelines) {
@@ -198,18 +201,18 @@ TEST_F(OptimizerTest, RewriteHandlesLongPipelines) {
 TEST_F(OptimizerTest, VerifierAcceptsCompatibleAndRejectsChangedSpecs) {
   Dataset ints = Dataset::Range(5);
   Dataset unknown = ints.Map(AddOne());  // a lambda without a spec: unknown
-  EXPECT_TRUE(VerifyGraph(ints.node(), ints.Map(Kernel("identity")).node()).ok());
-  EXPECT_TRUE(VerifyGraph(unknown.node(), ints.node()).ok());  // unknown -> known
-  Status s = VerifyGraph(ints.node(), unknown.node());          // known -> unknown
+  EXPECT_TRUE(VerifyGraph(NodeOf(ints), NodeOf(ints.Map(Kernel("identity")))).ok());
+  EXPECT_TRUE(VerifyGraph(NodeOf(unknown), NodeOf(ints)).ok());  // unknown -> known
+  Status s = VerifyGraph(NodeOf(ints), NodeOf(unknown));         // known -> unknown
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("became unknown"), std::string::npos) << s.ToString();
   Dataset strings = Dataset::FromTensorSlices(Element{Tensor::FromStrings({"a", "b", "c", "d", "e"})});
-  s = VerifyGraph(ints.node(), strings.node());
+  s = VerifyGraph(NodeOf(ints), NodeOf(strings));
   EXPECT_NE(s.message().find("dtype"), std::string::npos) << s.ToString();
-  s = VerifyGraph(ints.node(), ints.Take(3).node());
+  s = VerifyGraph(NodeOf(ints), NodeOf(ints.Take(3)));
   EXPECT_NE(s.message().find("cardinality changed from 5 to 3"), std::string::npos)
       << s.ToString();
-  EXPECT_FALSE(VerifyGraph(ints.node(), nullptr).ok());
+  EXPECT_FALSE(VerifyGraph(NodeOf(ints), nullptr).ok());
 }
 
 // ---- The driver -----------------------------------------------------------------------
@@ -259,7 +262,7 @@ TEST_F(OptimizerTest, DisabledPassesAreReportedAndSkipped) {
 
   Options none;
   none.optimization.apply_default_optimizations = false;
-  EXPECT_EQ(Optimize(ds, none).root.get(), ds.node().get());
+  EXPECT_EQ(Optimize(ds, none).root.get(), NodeOf(ds).get());
 }
 
 // A pass that replaces the root with whatever `make` builds.
@@ -280,7 +283,7 @@ Status RunBad(const Dataset& ds, std::function<Result<PassResult>(const DatasetP
   passes.push_back(MakeNoopEliminationPass());
   passes.push_back(std::make_unique<BadPass>(std::move(make)));
   OptimizeReport report;
-  return RunPasses(ds.node(), Options{}, passes, &report).status();
+  return RunPasses(NodeOf(ds), Options{}, passes, &report).status();
 }
 
 TEST_F(OptimizerTest, VerifierCatchesBrokenPasses) {
@@ -297,7 +300,7 @@ TEST_F(OptimizerTest, VerifierCatchesBrokenPasses) {
   s = RunBad(ds, [](const DatasetPtr&) -> Result<PassResult> {
     Dataset strings = Dataset::FromTensorSlices(
         Element{Tensor::FromStrings({"a", "b", "c", "d", "e", "f", "g", "h"})});
-    return PassResult{strings.node(), 1};
+    return PassResult{NodeOf(strings), 1};
   });
   EXPECT_EQ(s.code(), StatusCode::kInternal);
   EXPECT_NE(s.message().find("element spec"), std::string::npos) << s.ToString();
@@ -320,10 +323,11 @@ TEST_F(OptimizerTest, MakeIteratorRunsRewritesAndRuntimeOptionsDoNot) {
   Dataset ds = Dataset::Range(10).Map(AddOne());
   auto opt = ds.MakeIterator();
   ASSERT_TRUE(opt.ok());
-  EXPECT_EQ(Ops((*opt)->dataset()), (std::vector<std::string>{"Range", "ParallelMap"}));
-  auto plain = ds.MakeIterator(RuntimeOptions{});
+  EXPECT_EQ(Ops(IteratorGraph(**opt)),
+            (std::vector<std::string>{"Range", "ParallelMap"}));
+  auto plain = MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(Ops((*plain)->dataset()), (std::vector<std::string>{"Range", "Map"}));
+  EXPECT_EQ(Ops(IteratorGraph(**plain)), (std::vector<std::string>{"Range", "Map"}));
   EXPECT_EQ(IntsOf(Drain(opt->get())), IntsOf(Drain(plain->get())));
 }
 
@@ -340,13 +344,13 @@ TEST_F(OptimizerTest, NoopEliminationRemovesNoops) {
   Options off;
   off.optimization.Set("noop_elimination", false);
   off.optimization.apply_default_optimizations = false;
-  EXPECT_EQ(Optimize(ds, off).root.get(), ds.node().get());
+  EXPECT_EQ(Optimize(ds, off).root.get(), NodeOf(ds).get());
 }
 
 TEST_F(OptimizerTest, NoopEliminationKeepsOpsThatDoSomething) {
   Dataset ds = Dataset::Range(10).Take(3).Skip(1).Shard(2, 1).Repeat(2).Map(AddOne());
   Optimized o = Optimize(ds, Only({"noop_elimination"}));
-  EXPECT_EQ(o.root.get(), ds.node().get());
+  EXPECT_EQ(o.root.get(), NodeOf(ds).get());
   EXPECT_EQ(o.changes("noop_elimination"), 0);
   // Repeat(1) over a reshuffling Shuffle runs it in epoch 0's context: kept.
   Dataset sh = Dataset::Range(10).Shuffle(4, 1).Repeat(1);
@@ -371,10 +375,10 @@ TEST_F(OptimizerTest, ShuffleAndRepeatFusionGraph) {
   // A shuffle feeding two consumers is left alone.
   Dataset sh = Dataset::Range(20).Shuffle(8, 3);
   Dataset z = Dataset::Zip({sh.Repeat(2), sh.Repeat(2)});
-  EXPECT_EQ(Optimize(z, Only({"shuffle_and_repeat_fusion"})).root.get(), z.node().get());
+  EXPECT_EQ(Optimize(z, Only({"shuffle_and_repeat_fusion"})).root.get(), NodeOf(z).get());
   // Repeat over something else is not touched.
   Dataset r = Dataset::Range(5).Repeat(2);
-  EXPECT_EQ(Optimize(r, Only({"shuffle_and_repeat_fusion"})).root.get(), r.node().get());
+  EXPECT_EQ(Optimize(r, Only({"shuffle_and_repeat_fusion"})).root.get(), NodeOf(r).get());
 }
 
 TEST_F(OptimizerTest, ShuffleAndRepeatFusionYieldsTheSameElements) {
@@ -397,7 +401,7 @@ TEST_F(OptimizerTest, ShuffleAndRepeatFusionYieldsTheSameElements) {
   SetGlobalSeed(9);
   Dataset fused = Dataset::Range(10).Shuffle(4).Repeat(2).WithOptions(o);
   for (int i = 0; i < 3; ++i) {
-    auto a = plain.MakeIterator(RuntimeOptions{});
+    auto a = MakeIteratorAsBuilt(plain, {});
     auto b = fused.MakeIterator();
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(IntsOf(Drain(a->get())), IntsOf(Drain(b->get()))) << "iteration " << i;
@@ -486,17 +490,17 @@ TEST_F(OptimizerTest, MapFusionNegativeCases) {
   // A stateful function is never fused.
   Dataset s1 = Dataset::Range(10).Map(Stateful()).Map(AddOne());
   Dataset s2 = Dataset::Range(10).Map(AddOne()).Map(Stateful());
-  EXPECT_EQ(Optimize(s1, o).root.get(), s1.node().get());
-  EXPECT_EQ(Optimize(s2, o).root.get(), s2.node().get());
+  EXPECT_EQ(Optimize(s1, o).root.get(), NodeOf(s1).get());
+  EXPECT_EQ(Optimize(s2, o).root.get(), NodeOf(s2).get());
   // Sequential and parallel maps, or parallel maps with different determinism.
   Dataset mixed = Dataset::Range(10).Map(AddOne()).Map(Times(2), 2);
   Dataset det = Dataset::Range(10).Map(AddOne(), 2, true).Map(Times(2), 2, false);
-  EXPECT_EQ(Optimize(mixed, o).root.get(), mixed.node().get());
-  EXPECT_EQ(Optimize(det, o).root.get(), det.node().get());
+  EXPECT_EQ(Optimize(mixed, o).root.get(), NodeOf(mixed).get());
+  EXPECT_EQ(Optimize(det, o).root.get(), NodeOf(det).get());
   // A map feeding two consumers would run twice.
   Dataset m = Dataset::Range(10).Map(AddOne());
   Dataset z = Dataset::Zip({m.Map(Times(2)), m.Map(Times(3))});
-  EXPECT_EQ(Optimize(z, o).root.get(), z.node().get());
+  EXPECT_EQ(Optimize(z, o).root.get(), NodeOf(z).get());
   // Disabled.
   Dataset ds = Dataset::Range(10).Map(AddOne()).Map(Times(2));
   Options off;
@@ -539,14 +543,14 @@ TEST_F(OptimizerTest, MapFusionIntoMapAndBatch) {
   // Not fused: a sequential map (it would run in parallel), other determinism, a stateful
   // function, a map with another consumer.
   Dataset seq = Dataset::Range(50).Map(AddOne()).MapAndBatch(Times(2), 8);
-  EXPECT_EQ(Optimize(seq, o).root.get(), seq.node().get());
+  EXPECT_EQ(Optimize(seq, o).root.get(), NodeOf(seq).get());
   Dataset det = Dataset::Range(50).Map(AddOne(), 2, false).MapAndBatch(Times(2), 8, 2, false, true);
-  EXPECT_EQ(Optimize(det, o).root.get(), det.node().get());
+  EXPECT_EQ(Optimize(det, o).root.get(), NodeOf(det).get());
   Dataset st = Dataset::Range(50).Map(AddOne(), 2, true).MapAndBatch(Stateful(), 8, 2, false, true);
-  EXPECT_EQ(Optimize(st, o).root.get(), st.node().get());
+  EXPECT_EQ(Optimize(st, o).root.get(), NodeOf(st).get());
   Dataset m = Dataset::Range(50).Map(AddOne(), 2, true);
   Dataset z = Dataset::Zip({m.MapAndBatch(Times(2), 2, 2, false, true), m.Batch(2)});
-  EXPECT_EQ(Optimize(z, o).root.get(), z.node().get());
+  EXPECT_EQ(Optimize(z, o).root.get(), NodeOf(z).get());
 }
 
 TEST_F(OptimizerTest, MapFusionComposesSpecs) {
@@ -592,7 +596,7 @@ TEST_F(OptimizerTest, FilterFusionNegativeCases) {
   const Options o = Only({"filter_fusion"});
   // A random second predicate would see other positions.
   Dataset r = Dataset::Range(20).Filter(Even()).Filter(Coin());
-  EXPECT_EQ(Optimize(r, o).root.get(), r.node().get());
+  EXPECT_EQ(Optimize(r, o).root.get(), NodeOf(r).get());
   // A random first predicate is fine.
   Dataset r1 = Dataset::Range(40).Filter(Coin()).Filter(Even());
   EXPECT_EQ(Ops(Optimize(r1, o).root), (std::vector<std::string>{"Range", "Filter"}));
@@ -601,9 +605,9 @@ TEST_F(OptimizerTest, FilterFusionNegativeCases) {
       "st", [](const Element&, FunctionContext&) -> Result<bool> { return true; },
       {.stateful = true});
   Dataset s = Dataset::Range(20).Filter(Even()).Filter(st);
-  EXPECT_EQ(Optimize(s, o).root.get(), s.node().get());
+  EXPECT_EQ(Optimize(s, o).root.get(), NodeOf(s).get());
   Dataset mixed = Dataset::Range(20).Filter(Even()).Filter(NotMultipleOf(3), 2);
-  EXPECT_EQ(Optimize(mixed, o).root.get(), mixed.node().get());
+  EXPECT_EQ(Optimize(mixed, o).root.get(), NodeOf(mixed).get());
 }
 
 // ---- map_and_filter_fusion ------------------------------------------------------------
@@ -623,14 +627,14 @@ TEST_F(OptimizerTest, MapAndFilterFusionGraph) {
   // Filter before map is not fused; nor a parallel filter after a sequential map, nor
   // stateful functions, nor a shared map.
   Dataset fm = Dataset::Range(20).Filter(Even()).Map(AddOne());
-  EXPECT_EQ(Optimize(fm, o).root.get(), fm.node().get());
+  EXPECT_EQ(Optimize(fm, o).root.get(), NodeOf(fm).get());
   Dataset mp = Dataset::Range(20).Map(AddOne()).Filter(Even(), 2);
-  EXPECT_EQ(Optimize(mp, o).root.get(), mp.node().get());
+  EXPECT_EQ(Optimize(mp, o).root.get(), NodeOf(mp).get());
   Dataset st = Dataset::Range(20).Map(Stateful()).Filter(Even());
-  EXPECT_EQ(Optimize(st, o).root.get(), st.node().get());
+  EXPECT_EQ(Optimize(st, o).root.get(), NodeOf(st).get());
   Dataset m = Dataset::Range(20).Map(AddOne());
   Dataset z = Dataset::Zip({m.Filter(Even()), m});
-  EXPECT_EQ(Optimize(z, o).root.get(), z.node().get());
+  EXPECT_EQ(Optimize(z, o).root.get(), NodeOf(z).get());
 }
 
 TEST_F(OptimizerTest, MapAndFilterFusionYieldsTheSameElements) {
@@ -685,7 +689,7 @@ TEST_F(OptimizerTest, MapParallelization) {
   const DatasetPtr& pm = r.root->input(0);
   EXPECT_EQ(IntAttr(*pm, "num_parallel_calls", 0), kAutotune);
   EXPECT_EQ(IntAttr(*pm, "deterministic", 0), 1);
-  EXPECT_EQ(IntAttr(*pm, "seed", 0), IntAttr(*ds.node()->input(0), "seed", 1));
+  EXPECT_EQ(IntAttr(*pm, "seed", 0), IntAttr(*NodeOf(ds)->input(0), "seed", 1));
   ExpectEquivalent([] { return Dataset::Range(300).Map(Noise()).Map(AddOne()); }, o);
   // Non-determinism allowed by options is not taken: the order is kept.
   Options nd = o;
@@ -703,9 +707,10 @@ TEST_F(OptimizerTest, MapParallelization) {
   Optimized v = Optimize(views, o);
   EXPECT_EQ(Ops(v.root), (std::vector<std::string>{"Range", "Map", "Map"}));
   EXPECT_EQ(v.changes("map_parallelization"), 0);
-  EXPECT_FALSE(Function::Compose(Kernel("expand_dims", {{"axis", int64_t{0}}}), 0, AddOne(), 0)
-                   .traits()
-                   .cheap);
+  EXPECT_FALSE(
+      ComposeFunctions(Kernel("expand_dims", {{"axis", int64_t{0}}}), 0, AddOne(), 0)
+          .traits()
+          .cheap);
 }
 
 // ---- map_and_batch_fusion -------------------------------------------------------------
@@ -729,12 +734,12 @@ TEST_F(OptimizerTest, MapAndBatchFusion) {
   EXPECT_TRUE(BoolAttr(*rp.root, "drop_remainder", false));
   // Negative: stateful map, shared map, batch after something else.
   Dataset st = Dataset::Range(50).Map(Stateful()).Batch(8);
-  EXPECT_EQ(Optimize(st, o).root.get(), st.node().get());
+  EXPECT_EQ(Optimize(st, o).root.get(), NodeOf(st).get());
   Dataset m = Dataset::Range(50).Map(AddOne());
   Dataset z = Dataset::Zip({m.Batch(2), m.Batch(2)});
-  EXPECT_EQ(Optimize(z, o).root.get(), z.node().get());
+  EXPECT_EQ(Optimize(z, o).root.get(), NodeOf(z).get());
   Dataset fb = Dataset::Range(50).Filter(Even()).Batch(8);
-  EXPECT_EQ(Optimize(fb, o).root.get(), fb.node().get());
+  EXPECT_EQ(Optimize(fb, o).root.get(), NodeOf(fb).get());
 }
 
 // ---- parallel_batch -------------------------------------------------------------------
@@ -752,7 +757,7 @@ TEST_F(OptimizerTest, ParallelBatch) {
   ExpectEquivalent([] { return Dataset::Range(50).Batch(7, true).Batch(2, true); }, o);
   Options off = o;
   off.optimization.Set("parallel_batch", false);
-  EXPECT_EQ(Optimize(ds, off).root.get(), ds.node().get());
+  EXPECT_EQ(Optimize(ds, off).root.get(), NodeOf(ds).get());
 }
 
 // ---- inject_prefetch ------------------------------------------------------------------
@@ -768,7 +773,7 @@ TEST_F(OptimizerTest, InjectPrefetch) {
   for (Dataset async : {ds.Prefetch(2), Dataset::Range(10).Map(AddOne(), 2),
                         Dataset::Range(10).Batch(2, false, 2)}) {
     Optimized a = Optimize(async, o);
-    EXPECT_EQ(a.root.get(), async.node().get()) << async.node()->op();
+    EXPECT_EQ(a.root.get(), NodeOf(async).get()) << NodeOf(async)->op();
     EXPECT_EQ(a.changes("inject_prefetch"), 0);
   }
 }
@@ -831,7 +836,7 @@ TEST_F(OptimizerTest, DecodeAndCropFusionGraph) {
   EXPECT_EQ(f.name(), "decode_and_random_crop");
   EXPECT_TRUE(f.serializable());
   EXPECT_EQ(std::get<bool>(f.attrs().at("dct_scaling")), false);
-  EXPECT_EQ(IntAttr(*r.root, "seed", 0), IntAttr(*ds.node(), "seed", 1));
+  EXPECT_EQ(IntAttr(*r.root, "seed", 0), IntAttr(*NodeOf(ds), "seed", 1));
   EXPECT_EQ(r.root->element_spec(), ds.element_spec());
   // Negative cases: decode_png, different components, a scale the fused kernel rejects,
   // a sequential and a parallel map, the crop before the decode.
@@ -847,7 +852,7 @@ TEST_F(OptimizerTest, DecodeAndCropFusionGraph) {
         Images(false).Map(Kernel("decode_jpeg")).Map(Kernel("random_resized_crop", {{"size", int64_t{8}}}), 2),
         Images(false).Map(Kernel("decode_jpeg")).Map(Kernel("resize", {{"size", int64_t{8}}}))}) {
     ASSERT_TRUE(neg.ok()) << neg.status().ToString();
-    EXPECT_EQ(Optimize(neg, o).root.get(), neg.node().get());
+    EXPECT_EQ(Optimize(neg, o).root.get(), NodeOf(neg).get());
   }
 }
 
@@ -925,7 +930,7 @@ TEST_F(OptimizerTest, CheckpointsOfOptimizedPipelines) {
   Dataset ds = build();
   auto full = ds.MakeIterator();
   ASSERT_TRUE(full.ok());
-  std::vector<std::string> ops = Ops((*full)->dataset());
+  std::vector<std::string> ops = Ops(IteratorGraph(**full));
   EXPECT_EQ(ops, (std::vector<std::string>{"Range", "ShuffleAndRepeat", "ParallelMapAndFilter",
                                            "ParallelBatch"}));
   std::vector<Element> expected = Drain(full->get());

@@ -2,7 +2,13 @@
 // what MakeIterator() makes of them (budgets, autotuning, pool size).
 #include <gtest/gtest.h>
 
+#include <atomic>
+
+#include "api/dataset_internal.h"
+#include "runtime/runtime_options.h"
+#include "runtime/span.h"
 #include "sluice/dataset.h"
+#include "testing/fault_env.h"
 
 namespace sluice {
 namespace {
@@ -101,6 +107,74 @@ TEST(Options, AutotuneSwitchAndInitialParallelism) {
   EXPECT_FALSE(r.autotune);
   EXPECT_EQ(r.initial_parallelism, 0);
   EXPECT_TRUE(RuntimeOptions::FromOptions(Options{}).autotune);
+}
+
+// One Options: what used to be RuntimeOptions is given to MakeIterator(extra), merged
+// over the dataset's options, with the same effect as attaching it.
+TEST(Options, MakeIteratorMergesExtraOverTheDatasetsOptions) {
+  Options attached;
+  attached.autotune.cpu_budget = 3;
+  attached.autotune.ram_budget = 32 << 20;
+  Dataset ds = Dataset::Range(10).Map(Identity(), kAutotune).WithOptions(attached);
+  Options extra;
+  extra.autotune.cpu_budget = 2;  // wins; ram_budget stays the dataset's
+  auto it = ds.MakeIterator(extra);
+  ASSERT_TRUE(it.ok()) << it.status();
+  EXPECT_EQ((*it)->Snapshot().cpu_budget, 2);
+  EXPECT_EQ((*it)->Snapshot().ram_budget, 32 << 20);
+  auto plain = ds.MakeIterator();
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->Snapshot().cpu_budget, 3);
+}
+
+TEST(Options, ExtraOptimizationTogglesRewriteForThatIteratorAlone) {
+  Dataset ds = Dataset::Range(8).Map(Identity()).Map(Identity());
+  Options no_fusion;
+  no_fusion.optimization.apply_default_optimizations = false;
+  auto as_built = ds.MakeIterator(no_fusion);
+  ASSERT_TRUE(as_built.ok()) << as_built.status();
+  EXPECT_EQ(IteratorGraph(**as_built), NodeOf(ds));  // nothing rewritten
+  auto optimized = ds.MakeIterator();
+  ASSERT_TRUE(optimized.ok());
+  EXPECT_NE(IteratorGraph(**optimized), NodeOf(ds));  // the dataset's default rewrites
+  for (auto* it : {&*as_built, &*optimized}) {
+    int64_t n = 0;
+    while (true) {
+      auto e = (*it)->GetNext();
+      ASSERT_TRUE(e.ok()) << e.status();
+      if (!*e) break;
+      EXPECT_EQ((**e)[0].scalar<int64_t>(), n++);
+    }
+    EXPECT_EQ(n, 8);
+  }
+}
+
+// The hooks are plain pointers: a non-null one wins a merge, a null one keeps the other.
+TEST(Options, MergeTakesTheHooksThatAreSet) {
+  testing::FaultEnv env;
+  struct Counter : SpanRecorder {
+    void Record(const Span&) override { ++spans; }
+    std::atomic<int64_t> spans{0};
+  } recorder;
+  Options a;
+  a.env = &env;
+  Options b;
+  b.span_recorder = &recorder;
+  const Options m = a.Merge(b);
+  EXPECT_EQ(m.env, &env);
+  EXPECT_EQ(m.span_recorder, &recorder);
+  EXPECT_EQ(b.Merge(Options{}).span_recorder, &recorder);
+  EXPECT_EQ(Options{}.Merge(a).env, &env);
+
+  // Given to MakeIterator, they reach the runtime: every GetNext is recorded.
+  auto it = Dataset::Range(5).MakeIterator(m);
+  ASSERT_TRUE(it.ok()) << it.status();
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!*e) break;
+  }
+  EXPECT_GE(recorder.spans.load(), 6);  // 5 elements and the end
 }
 
 }  // namespace

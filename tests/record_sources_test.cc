@@ -2,6 +2,7 @@
 // compression, save/restore at every position), damaged and unopenable files, attributes.
 #include <gtest/gtest.h>
 
+#include "api/dataset_internal.h"
 #include "formats/input_stream.h"
 #include "formats/tfrecord.h"
 #include "graph/dataset_node.h"
@@ -170,12 +171,12 @@ TEST(TFRecordDatasetTest, RestoreNeedsTheFile) {
   Dataset ds = Dataset::TFRecord({dir.File("a")});
   // The graph as built: an injected prefetch may have read the whole file already, and
   // its checkpoint would then hold the records instead of a position.
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE((*it)->GetNext().ok());
   auto ckpt = (*it)->Save();
   ASSERT_TRUE(ckpt.ok());
   std::remove(dir.File("a").c_str());
-  auto restored = ds.MakeIterator(RuntimeOptions{});
+  auto restored = MakeIteratorAsBuilt(ds, {});
   Status s = (*restored)->Restore(*ckpt);
   EXPECT_EQ(s.code(), StatusCode::kNotFound) << s;
 }
@@ -293,7 +294,7 @@ TEST(FixedLengthRecordDatasetTest, SkipWithoutReading) {
     WriteBytes(dir.File("a"), "H" + body + "F", c);
     WriteBytes(dir.File("b"), "H" + body.substr(0, 8) + "F", c);
     Dataset ds = Dataset::FixedLengthRecord({dir.File("a"), dir.File("b")}, 4, 1, 1, c);
-    auto it = ds.node()->MakeIterator(IteratorContext{}, "Root");
+    auto it = NodeOf(ds)->MakeIterator(IteratorContext{}, "Root");
     ASSERT_TRUE(it.ok());
     auto k = (*it)->Skip(57);
     ASSERT_TRUE(k.ok());

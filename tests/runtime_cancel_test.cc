@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -60,7 +61,7 @@ Dataset NeverProduces() { return Endless().Filter(Never()); }
 // Runs GetNext on another thread, cancels the iterator while it runs, and expects
 // Cancelled.
 void ExpectCancelled(const Dataset& ds, bool optimized) {
-  auto made = optimized ? ds.MakeIterator() : ds.MakeIterator(RuntimeOptions{});
+  auto made = optimized ? ds.MakeIterator() : MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE(made.ok()) << made.status();
   std::shared_ptr<Iterator> it(std::move(made).value());
   auto task = std::make_shared<std::packaged_task<Status()>>([it]() -> Status {
@@ -177,7 +178,7 @@ TEST(CancelTest, ParallelMapOverNeverProducingInput) {
 TEST(CancelTest, DestroyWithPrefetchRoot) {
   for (bool optimized : {false, true}) {
     Dataset ds = NeverProduces().Prefetch(2);
-    auto made = optimized ? ds.MakeIterator() : ds.MakeIterator(RuntimeOptions{});
+    auto made = optimized ? ds.MakeIterator() : MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(made.ok()) << made.status();
     std::shared_ptr<Iterator> it(std::move(made).value());
     auto task = std::make_shared<std::packaged_task<Status()>>([it]() -> Status {

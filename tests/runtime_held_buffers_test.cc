@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/dataset_internal.h"
 #include "graph/dataset_node.h"
 #include "runtime/buffer_charge.h"
 #include "runtime/iterator_base.h"
@@ -38,10 +39,10 @@ Function Big() {
 }
 constexpr int64_t kBigBytes = kElem + 8;
 
-RuntimeOptions Budget(int64_t bytes) {
-  RuntimeOptions o;
-  o.cpu_budget = 2;
-  o.ram_budget = bytes;
+Options Budget(int64_t bytes) {
+  Options o;
+  o.autotune.cpu_budget = 2;
+  o.autotune.ram_budget = bytes;
   return o;
 }
 
@@ -50,7 +51,7 @@ IteratorPtr Make(const Dataset& ds, Runtime* rt) {
   EXPECT_TRUE(ds.ok()) << ds.status();
   IteratorContext ctx;
   ctx.runtime_ptr = rt;
-  auto it = ds.node()->MakeIterator(ctx, "Root");
+  auto it = NodeOf(ds)->MakeIterator(ctx, "Root");
   EXPECT_TRUE(it.ok()) << it.status();
   return std::move(it).value();
 }
@@ -92,7 +93,7 @@ TEST(MemoryBudget, HoldLimitRules) {
 
   // The default budget (half of available memory) lets held buffers use all of it; an
   // explicit budget is the hold limit; -1 is unlimited.
-  Runtime def(RuntimeOptions{});
+  Runtime def(Options{});
   if (def.memory().limit() > 0) {
     EXPECT_EQ(def.memory().hold_limit(), 2 * def.memory().limit());
   }

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "formats/idx.h"
 #include "formats/tfrecord.h"
 #include "runtime/split_provider.h"
@@ -277,15 +278,15 @@ std::map<std::string, std::function<Dataset(const SourceFiles&)>> Sources() {
   };
 }
 
-RuntimeOptions Small() {
-  RuntimeOptions o;
-  o.cpu_budget = 2;
-  o.autotune = false;
+Options Small() {
+  Options o;
+  o.autotune.cpu_budget = 2;
+  o.autotune.enabled = false;
   return o;
 }
 
 std::vector<Element> CollectAll(const Dataset& ds) {
-  auto it = ds.MakeIterator(Small());
+  auto it = MakeIteratorAsBuilt(ds, Small());
   EXPECT_TRUE(it.ok()) << it.status();
   std::vector<Element> out;
   while (true) {
@@ -303,7 +304,7 @@ Iterators MakeIterators(const Dataset& ds, int n,
                         const std::shared_ptr<SplitProvider>& p) {
   Iterators its;
   for (int i = 0; i < n; ++i) {
-    auto it = ds.MakeIterator(Small(), p);
+    auto it = MakeIteratorAsBuilt(ds, Small(), p);
     EXPECT_TRUE(it.ok()) << it.status();
     if (it.ok()) its.push_back(std::move(it).value());
   }
@@ -455,7 +456,7 @@ TEST(SplitPipelineTest, InterleaveGivesTheProviderToTheOuterInputOnly) {
 TEST(SplitPipelineTest, RefusesPipelinesWithoutExactlyOneSplittableSource) {
   auto p = std::make_shared<IndexSplitProvider>(3);
   auto expect_refused = [&](const Dataset& ds, const std::string& words) {
-    auto it = ds.MakeIterator(Small(), p);
+    auto it = MakeIteratorAsBuilt(ds, Small(), p);
     ASSERT_FALSE(it.ok());
     EXPECT_EQ(it.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(it.status().message().find(words), std::string::npos) << it.status();
@@ -470,7 +471,7 @@ TEST(SplitPipelineTest, RefusesPipelinesWithoutExactlyOneSplittableSource) {
   expect_refused(Dataset::Range(3).Repeat(2), "Repeat");
   expect_refused(Dataset::Range(3).Cache(), "Cache");
   // Without a provider the same pipelines run.
-  EXPECT_TRUE(Dataset::Range(3).Repeat(2).MakeIterator(Small(), nullptr).ok());
+  EXPECT_TRUE(MakeIteratorAsBuilt(Dataset::Range(3).Repeat(2), Small(), nullptr).ok());
 }
 
 // A provider handing out fixed splits.
@@ -503,7 +504,7 @@ TEST(SplitPipelineTest, ABadSplitIsAClearErrorAndIsSkipped) {
     auto p = std::make_shared<FixedSplits>(
         std::vector<Tensor>{Tensor::Scalar<int64_t>(2), Tensor::Scalar<int64_t>(99),
                             Tensor::Scalar<int64_t>(0)});
-    auto it = Dataset::Range(10, 20).MakeIterator(Small(), p);
+    auto it = MakeIteratorAsBuilt(Dataset::Range(10, 20), Small(), p);
     ASSERT_TRUE(it.ok()) << it.status();
     EXPECT_EQ((**(*it)->GetNext())[0].scalar<int64_t>(), 12);
     auto bad = (*it)->GetNext();
@@ -519,7 +520,7 @@ TEST(SplitPipelineTest, ABadSplitIsAClearErrorAndIsSkipped) {
     auto p = std::make_shared<FixedSplits>(
         std::vector<Tensor>{Tensor::Scalar(std::string("/no/such/listed.txt")),
                             Tensor::Scalar(files.text()[3])});
-    auto it = Dataset::TextLine(files.text()).MakeIterator(Small(), p);
+    auto it = MakeIteratorAsBuilt(Dataset::TextLine(files.text()), Small(), p);
     ASSERT_TRUE(it.ok()) << it.status();
     auto bad = (*it)->GetNext();
     ASSERT_FALSE(bad.ok());
@@ -534,10 +535,10 @@ TEST(SplitPipelineTest, ABadSplitIsAClearErrorAndIsSkipped) {
 TEST(SplitPipelineTest, IteratorRestoreRejectsACheckpointTakenWithoutAProvider) {
   const Dataset ds =
       Dataset::FromTensorSlices(Element{Tensor::FromVector<int64_t>({1, 2, 3, 4})});
-  auto plain = ds.MakeIterator(Small());
+  auto plain = MakeIteratorAsBuilt(ds, Small());
   ASSERT_TRUE((*plain)->GetNext().ok());
   auto ckpt = (*plain)->Save();
-  auto with = ds.MakeIterator(Small(), std::make_shared<IndexSplitProvider>(4));
+  auto with = MakeIteratorAsBuilt(ds, Small(), std::make_shared<IndexSplitProvider>(4));
   Status s = (*with)->Restore(*ckpt);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s;
 }

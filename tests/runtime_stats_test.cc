@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/dataset_internal.h"
 #include "graph/proto/graph.pb.h"
 #include "runtime/span.h"
 #include "sluice/serialize.h"
@@ -29,7 +30,7 @@ std::unique_ptr<Iterator> RunFor(const Dataset& ds, int n) {
 }
 
 graph::GraphDef GraphOf(const Iterator& it) {
-  auto bytes = SerializeDataset(Dataset(it.dataset()), GraphFormat::kBinary);
+  auto bytes = SerializeDataset(DatasetOf(IteratorGraph(it)), GraphFormat::kBinary);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   graph::GraphDef def;
   EXPECT_TRUE(def.ParseFromString(*bytes));
@@ -64,7 +65,7 @@ TEST(StatsTest, NodeIdsMatchTheSerializedGraph) {
   for (const auto& [id, n] : per_id) shared += n > 1;
   EXPECT_GE(shared, 1);
   // The debug string (`sluice spec show`) prints the same ids.
-  const std::string text = DatasetGraphDebugString(Dataset(it->dataset()));
+  const std::string text = DatasetGraphDebugString(DatasetOf(IteratorGraph(*it)));
   for (int i = 0; i < def.node_size(); ++i) {
     EXPECT_NE(text.find("#" + std::to_string(i) + " " + def.node(i).op() + "("),
               std::string::npos)
@@ -76,9 +77,9 @@ TEST(StatsTest, IteratorsOverFunctionMadeDatasetsHaveNoNodeId) {
   Dataset ds = Dataset::FromTensorSlices(
                    Element{Tensor::FromVector<int64_t>({1, 2, 3, 4, 5, 6}, Shape{3, 2})})
                    .FlatMap(K("from_tensor_slices"));
-  RuntimeOptions o;
-  o.autotune = false;
-  auto it = ds.MakeIterator(o);
+  Options o;
+  o.autotune.enabled = false;
+  auto it = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(it.ok());
   ASSERT_TRUE((*it)->GetNext().ok());
   bool inner = false;
@@ -96,9 +97,9 @@ TEST(StatsTest, IteratorsOverFunctionMadeDatasetsHaveNoNodeId) {
 
 TEST(StatsTest, StaticFacts) {
   Dataset ds = Dataset::Range(10).Map(K("cast", {{"dtype", DType::kFloat32}})).Batch(4, true);
-  RuntimeOptions o;
-  o.autotune = false;
-  auto it = ds.MakeIterator(o);
+  Options o;
+  o.autotune.enabled = false;
+  auto it = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(it.ok());
   ASSERT_TRUE((*it)->GetNext().ok());
   std::map<std::string, IteratorStats> by_op;
@@ -109,7 +110,7 @@ TEST(StatsTest, StaticFacts) {
   EXPECT_EQ(by_op["Batch"].cardinality, 2);
   EXPECT_EQ(by_op["Batch"].static_bytes_per_element, 16);
   Dataset text = Dataset::FromTensors(Element{Tensor::Scalar(std::string("x"))}).Repeat();
-  auto t = text.MakeIterator(o);
+  auto t = MakeIteratorAsBuilt(text, o);
   ASSERT_TRUE(t.ok());
   ASSERT_TRUE((*t)->GetNext().ok());
   for (const IteratorStats& s : (*t)->Stats()) {
@@ -144,9 +145,9 @@ TEST(StatsTest, JsonIsTheSchema) {
 }
 
 TEST(StatsTest, WindowGivesDeltas) {
-  RuntimeOptions o;
-  o.autotune = false;
-  auto it = Dataset::Range(1000).Map(K("identity")).MakeIterator(o);
+  Options o;
+  o.autotune.enabled = false;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(1000).Map(K("identity")), o);
   ASSERT_TRUE(it.ok());
   for (int i = 0; i < 10; ++i) ASSERT_TRUE((*it)->GetNext().ok());
   StatsWindow w((*it)->Snapshot());
@@ -163,7 +164,7 @@ TEST(StatsTest, WindowGivesDeltas) {
   // A rebuilt tree (Restore) is reported, with the new tree's totals.
   auto saved = (*it)->Save();
   ASSERT_TRUE(saved.ok());
-  auto fresh = Dataset::Range(1000).Map(K("identity")).MakeIterator(o);
+  auto fresh = MakeIteratorAsBuilt(Dataset::Range(1000).Map(K("identity")), o);
   ASSERT_TRUE(fresh.ok());
   ASSERT_TRUE((*fresh)->GetNext().ok());
   StatsDelta back = w.Delta((*fresh)->Snapshot());
@@ -201,11 +202,11 @@ class CountingRecorder : public SpanRecorder {
 
 TEST(StatsTest, SpanHookSeesEveryCallOfEveryIterator) {
   CountingRecorder rec;
-  RuntimeOptions o;
-  o.autotune = false;
+  Options o;
+  o.autotune.enabled = false;
   o.span_recorder = &rec;
   Dataset ds = Dataset::Range(20).Map(K("identity"), 2).Batch(3).Prefetch(2);
-  auto it = ds.MakeIterator(o);
+  auto it = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(it.ok());
   int batches = 0;
   while (true) {

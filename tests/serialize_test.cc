@@ -1,6 +1,8 @@
 // Graph serialization (include/sluice/serialize.h): every registered op and kernel
 // round-trips through the binary and JSON GraphDef with identical elements, options
 // round-trip, the fingerprint's contract, and the deserializer's errors on bad input.
+#include "sluice/serialize.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,13 +10,14 @@
 #include <map>
 #include <set>
 
+#include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "formats/idx.h"
 #include "formats/image_codec.h"
 #include "formats/proto/example.pb.h"
 #include "formats/tfrecord.h"
 #include "graph/proto/graph.pb.h"
 #include "graph/registry.h"
-#include "sluice/serialize.h"
 #include "testing/conformance.h"
 #include "testing/op_cases.h"
 
@@ -54,7 +57,7 @@ void ExpectRoundTrip(const Dataset& ds) {
 TEST(SerializeTest, EveryRegisteredOpRoundTrips) {
   Files files;
   std::vector<std::string> missing;
-  for (const std::string& op : Registry::Global().OpNames()) {
+  for (const std::string& op : BuiltinRegistry().OpNames()) {
     auto it = OpCases().find(op);
     if (it == OpCases().end()) {
       missing.push_back(op);
@@ -63,7 +66,7 @@ TEST(SerializeTest, EveryRegisteredOpRoundTrips) {
     SCOPED_TRACE("op " + op);
     Dataset ds = it->second(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
-    EXPECT_TRUE(GraphHasOp(ds.node(), op)) << "the case does not use " << op;
+    EXPECT_TRUE(GraphHasOp(NodeOf(ds), op)) << "the case does not use " << op;
     ExpectRoundTrip(ds);
   }
   std::string list;
@@ -76,7 +79,7 @@ TEST(SerializeTest, EveryRegisteredOpRoundTrips) {
 TEST(SerializeTest, EveryRegisteredKernelRoundTrips) {
   Files files;
   std::vector<std::string> missing;
-  for (const std::string& kernel : Registry::Global().KernelNames()) {
+  for (const std::string& kernel : BuiltinRegistry().KernelNames()) {
     auto it = KernelCases().find(kernel);
     if (it == KernelCases().end()) {
       missing.push_back(kernel);
@@ -85,7 +88,7 @@ TEST(SerializeTest, EveryRegisteredKernelRoundTrips) {
     SCOPED_TRACE("kernel " + kernel);
     Dataset ds = it->second(files);
     ASSERT_TRUE(ds.ok()) << ds.status();
-    EXPECT_TRUE(GraphHasKernel(ds.node(), kernel)) << "the case does not use " << kernel;
+    EXPECT_TRUE(GraphHasKernel(NodeOf(ds), kernel)) << "the case does not use " << kernel;
     EXPECT_FALSE(Collect(ds).empty()) << "the case yields nothing";
     ExpectRoundTrip(ds);
   }
@@ -108,7 +111,7 @@ TEST(SerializeTest, SharedNodeIsStoredOnce) {
   EXPECT_EQ(def.node(3).input(0), def.node(3).input(2));
   auto back = DeserializeDataset(*bytes, GraphFormat::kBinary);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->node()->input(0), back->node()->input(2));  // still one node
+  EXPECT_EQ(NodeOf(*back)->input(0), NodeOf(*back)->input(2));  // still one node
   ExpectSameElements(Collect(ds), Collect(*back));
 }
 

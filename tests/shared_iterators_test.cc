@@ -9,11 +9,12 @@
 #include <fstream>
 #include <limits>
 
+#include "api/dataset_internal.h"
 #include "runtime/checkpoint.h"
 #include "testing/conformance.h"
 
 // Checkpoints are built and inspected by hand for the graph as built: iterators here run
-// without the static rewrites (MakeIterator(RuntimeOptions)).
+// without the static rewrites (MakeIterator(Options)).
 namespace sluice {
 namespace {
 
@@ -25,7 +26,7 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 // Saves `ds` after `n` elements.
 std::string SaveAfter(const Dataset& ds, int n) {
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   EXPECT_TRUE(it.ok()) << it.status();
   for (int i = 0; i < n; ++i) EXPECT_TRUE((*it)->GetNext().ok());
   auto ckpt = (*it)->Save();
@@ -46,7 +47,7 @@ std::string RootCheckpoint(const Dataset& ds,
 }
 
 Status RestoreInto(const Dataset& ds, const std::string& ckpt) {
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   if (!it.ok()) return it.status();
   return (*it)->Restore(ckpt);
 }
@@ -87,7 +88,7 @@ TEST(IndexedIteratorTest, RestoreRejectsPositionsOutsideTheRows) {
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << bad << ": " << s;
   }
   // The end itself is a valid position.
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE((*it)->Restore(RootCheckpoint(ds, {{"next", 3}})).ok());
   auto e = (*it)->GetNext();
   ASSERT_TRUE(e.ok());
@@ -149,7 +150,7 @@ TEST(FileSequenceTest, SkipReportsAnUnopenableFileOnceAndGoesOn) {
   Dataset ds = Dataset::TextLine({dir.File("a"), dir.File("missing"), dir.File("c")});
   // Skipping two lines stops before the missing file; it is reported on the next call.
   std::vector<std::string> after_two;
-  auto skip2 = ds.Skip(2).MakeIterator(RuntimeOptions{});
+  auto skip2 = MakeIteratorAsBuilt(ds.Skip(2), {});
   ASSERT_TRUE(skip2.ok());
   auto err = (*skip2)->GetNext();
   EXPECT_EQ(err.status().code(), StatusCode::kNotFound) << err.status();
@@ -162,14 +163,14 @@ TEST(FileSequenceTest, SkipReportsAnUnopenableFileOnceAndGoesOn) {
   EXPECT_EQ(after_two, std::vector<std::string>({"3", "4"}));
   // Skipping three runs into it: the error is returned (the lines skipped before it are
   // not counted, as in tf.data), and the next call moves on instead of failing again.
-  auto skip3 = ds.Skip(3).MakeIterator(RuntimeOptions{});
+  auto skip3 = MakeIteratorAsBuilt(ds.Skip(3), {});
   ASSERT_TRUE(skip3.ok());
   auto first = (*skip3)->GetNext();
   EXPECT_EQ(first.status().code(), StatusCode::kNotFound) << first.status();
   auto next = (*skip3)->GetNext();
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_FALSE(next->has_value());
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE(it.ok());
   // Iterating directly: the error comes once, between the files.
   std::vector<std::string> seen;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "api/dataset_internal.h"
 #include "datagen/imagenet_like.h"
 #include "datagen/text_corpus.h"
 #include "formats/idx.h"
@@ -208,8 +209,8 @@ TEST(SpecTest, OptionsNamesRefsAndSeeds) {
   EXPECT_EQ(ds->options().autotune.ram_budget, 1000000);
   EXPECT_FALSE(ds->options().optimization.Enabled("map_fusion", true));
   EXPECT_EQ(ds->options().threading.private_threadpool_size, 2);
-  EXPECT_EQ(ds->node()->input(0), ds->node()->input(1));  // one node, referred to twice
-  EXPECT_EQ(ds->node()->input(0), ds->node()->input(2)->input(0));
+  EXPECT_EQ(NodeOf(*ds)->input(0), NodeOf(*ds)->input(1));  // one node, referred to twice
+  EXPECT_EQ(NodeOf(*ds)->input(0), NodeOf(*ds)->input(2)->input(0));
   EXPECT_EQ(testing::CollectOrDie(*ds).size(), 3u);
 }
 

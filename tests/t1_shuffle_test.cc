@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 
+#include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
@@ -85,7 +87,7 @@ Result<IteratorPtr> NonReplayableRange::MakeIteratorInternal(
 Dataset NonReplayable(int64_t n, bool vary) {
   static std::once_flag once;
   std::call_once(once, [] {
-    Registry::Global().RegisterOp(
+    BuiltinRegistry().RegisterOp(
         OpDef("NonReplayableRange")
             .Summary("A test source whose replay differs.")
             .Inputs(0)
@@ -98,7 +100,7 @@ Dataset NonReplayable(int64_t n, bool vary) {
           return DatasetPtr(
               std::make_shared<NonReplayableRange>(std::move(args), n, vary));
         });
-    ASSERT_TRUE(Registry::Global().status().ok()) << Registry::Global().status();
+    ASSERT_TRUE(BuiltinRegistry().status().ok()) << BuiltinRegistry().status();
   });
   return Dataset::FromOp("NonReplayableRange", {{"n", n}, {"vary", vary}});
 }
@@ -137,7 +139,7 @@ std::unique_ptr<Iterator> Make(const Dataset& ds) {
 // The graph as built, for checks on Shuffle's own checkpoint: the default rewrites put a
 // prefetch on top, whose buffered elements a checkpoint holds.
 std::unique_ptr<Iterator> MakeRaw(const Dataset& ds) {
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   EXPECT_TRUE(it.ok()) << it.status();
   return it.ok() ? std::move(it).value() : nullptr;
 }

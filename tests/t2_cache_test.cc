@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "api/dataset_internal.h"
 #include "testing/conformance.h"
 
 namespace sluice {
@@ -72,7 +73,7 @@ TEST(CacheTest, MemoryPartialPassIsDiscarded) {
   auto calls = Counter();
   Dataset ds = Dataset::Range(5).Map(CountingSquare(calls)).Cache();
   {
-    auto it = ds.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(it.ok());
     EXPECT_EQ(IntsOf(ReadN(it->get(), 2)), (std::vector<int64_t>{0, 1}));
   }  // destroyed mid-way
@@ -142,7 +143,7 @@ TEST(CacheTest, PartialPassLeavesNoCacheFile) {
   auto calls = Counter();
   Dataset ds = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base);
   {
-    auto it = ds.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(it.ok());
     EXPECT_EQ(ReadN(it->get(), 3).size(), 3u);
   }
@@ -251,7 +252,7 @@ TEST(CacheTest, WriteModeCheckpointAbandonsThePass) {
     Dataset ds = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base);
     std::string ckpt;
     {
-      auto a = ds.MakeIterator(RuntimeOptions{});
+      auto a = MakeIteratorAsBuilt(ds, {});
       ASSERT_TRUE(a.ok());
       ReadN(a->get(), 2);
       auto c = (*a)->Save();
@@ -260,7 +261,7 @@ TEST(CacheTest, WriteModeCheckpointAbandonsThePass) {
       EXPECT_LT(ckpt.size(), 200u);
     }  // destroyed: the pass is not committed
     EXPECT_TRUE(ListDir(dir.path()).empty());
-    auto b = ds.MakeIterator(RuntimeOptions{});
+    auto b = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(b.ok());
     ASSERT_TRUE((*b)->Restore(ckpt).ok());
     EXPECT_EQ(IntsOf(ReadN(b->get(), 10)), (std::vector<int64_t>{4, 9, 16}));
@@ -283,7 +284,7 @@ TEST(CacheTest, ReadModeCheckpointRestoresWithoutTheCache) {
     const std::string base = file ? dir.File("r") : "";
     Dataset ds = Dataset::Range(5).Map(CountingSquare(Counter())).Cache(base);
     testing::CollectOrDie(ds);
-    auto a = ds.MakeIterator(RuntimeOptions{});
+    auto a = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(a.ok());
     ReadN(a->get(), 2);
     auto ckpt = (*a)->Save();
@@ -291,7 +292,7 @@ TEST(CacheTest, ReadModeCheckpointRestoresWithoutTheCache) {
     if (file) std::filesystem::remove(base + ".sluice-cache");
     auto calls = Counter();
     Dataset fresh = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base);
-    auto b = fresh.MakeIterator(RuntimeOptions{});
+    auto b = MakeIteratorAsBuilt(fresh, {});
     ASSERT_TRUE(b.ok());
     ASSERT_TRUE((*b)->Restore(*ckpt).ok());
     EXPECT_EQ(IntsOf(ReadN(b->get(), 10)), (std::vector<int64_t>{4, 9, 16}));
@@ -301,13 +302,14 @@ TEST(CacheTest, ReadModeCheckpointRestoresWithoutTheCache) {
   const std::string base = dir.File("r");
   Dataset ds = Dataset::Range(5).Map(CountingSquare(Counter())).Cache(base);
   testing::CollectOrDie(ds);
-  auto a = ds.MakeIterator(RuntimeOptions{});
+  auto a = MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE(a.ok());
   ReadN(a->get(), 3);
   auto ckpt = (*a)->Save();
   ASSERT_TRUE(ckpt.ok());
   auto calls = Counter();
-  auto b = Dataset::Range(5).Map(CountingSquare(calls)).Cache(base).MakeIterator(RuntimeOptions{});
+  auto b =
+      MakeIteratorAsBuilt(Dataset::Range(5).Map(CountingSquare(calls)).Cache(base), {});
   ASSERT_TRUE(b.ok());
   ASSERT_TRUE((*b)->Restore(*ckpt).ok());
   EXPECT_EQ(IntsOf(ReadN(b->get(), 10)), (std::vector<int64_t>{9, 16}));
@@ -323,7 +325,7 @@ TEST(CacheTest, CheckpointsHoldPositionsNotData) {
   for (const std::string& base : {std::string(), dir.File("big")}) {
     Dataset ds = big.Cache(base);
     testing::CollectOrDie(ds);
-    auto it = ds.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(it.ok());
     ReadN(it->get(), 2);
     auto ckpt = (*it)->Save();
@@ -334,7 +336,7 @@ TEST(CacheTest, CheckpointsHoldPositionsNotData) {
 
 TEST(CacheTest, UnwritableLocationFailsClearly) {
   Dataset ds = Dataset::Range(3).Cache("/nonexistent-dir/sub/cache");
-  auto it = ds.MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(ds, {});
   ASSERT_TRUE(it.ok());
   auto e = (*it)->GetNext();
   ASSERT_FALSE(e.ok());

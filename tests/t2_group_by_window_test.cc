@@ -2,6 +2,7 @@
 // and mid-reduce, ragged windows, errors.
 #include <gtest/gtest.h>
 
+#include "api/dataset_internal.h"
 #include "testing/conformance.h"
 
 namespace sluice {
@@ -178,7 +179,7 @@ TEST(BucketBySequenceLengthTest, DocExamplePadToBucketBoundary) {
   // element is an error of its own, the others go on.
   Dataset tight =
       RaggedElements().BucketBySequenceLength(Length(), {4, 5}, {2, 2, 2}, {}, {}, true);
-  auto it = tight.IgnoreErrors().MakeIterator(RuntimeOptions{});  // stats[0]: IgnoreErrors
+  auto it = MakeIteratorAsBuilt(tight.IgnoreErrors(), {});  // stats[0]: IgnoreErrors
   ASSERT_TRUE(it.ok());
   std::vector<Shape> shapes;
   for (int i = 0; i < 10; ++i) {

@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
 #include "testing/conformance.h"
@@ -135,7 +137,7 @@ Result<IteratorPtr> StuckDataset::MakeIteratorInternal(const IteratorContext&,
 Dataset Stuck() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Registry::Global().RegisterOp(
+    BuiltinRegistry().RegisterOp(
         OpDef("StuckForTest")
             .Summary("A test source that fails forever without reading anything.")
             .Inputs(0)
@@ -143,7 +145,7 @@ Dataset Stuck() {
         [](OpArgs args) -> Result<DatasetPtr> {
           return DatasetPtr(std::make_shared<StuckDataset>(std::move(args)));
         });
-    ASSERT_TRUE(Registry::Global().status().ok()) << Registry::Global().status();
+    ASSERT_TRUE(BuiltinRegistry().status().ok()) << BuiltinRegistry().status();
   });
   return Dataset::FromOp("StuckForTest", {});
 }
@@ -199,7 +201,7 @@ TEST(IgnoreErrorsTest, MapErrorsNameTheElement) {
     SCOPED_TRACE(parallel);
     Dataset d =
         parallel ? Dataset::Zip({paths, Dataset::Range(4)}).Map(decode, parallel) : ds;
-    auto it = d.MakeIterator(RuntimeOptions{});
+    auto it = MakeIteratorAsBuilt(d, {});
     ASSERT_TRUE(it.ok());
     std::vector<std::string> errors;
     for (int i = 0; i < 4; ++i) {
@@ -214,9 +216,8 @@ TEST(IgnoreErrorsTest, MapErrorsNameTheElement) {
     EXPECT_NE(errors[0].find("bad data"), std::string::npos) << errors[0];
   }
   // MapAndBatch names the row's position in its input.
-  auto it = Dataset::Zip({paths, Dataset::Range(4)})
-                .MapAndBatch(decode, 2)
-                .MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(
+      Dataset::Zip({paths, Dataset::Range(4)}).MapAndBatch(decode, 2), {});
   ASSERT_TRUE(it.ok());
   auto first = (*it)->GetNext();
   ASSERT_FALSE(first.ok());

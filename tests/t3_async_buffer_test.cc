@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "runtime/async_buffer.h"
 #include "sluice/dataset.h"
 #include "testing/conformance.h"
@@ -40,19 +41,19 @@ Function JitteryTimes(int64_t k) {
 }
 
 // Pool, inline, and a one-thread pool: the three runtimes every parallel op is checked in.
-std::vector<RuntimeOptions> Runtimes() {
-  RuntimeOptions pool;
-  pool.cpu_budget = 4;
-  RuntimeOptions inl;
+std::vector<Options> Runtimes() {
+  Options pool;
+  pool.autotune.cpu_budget = 4;
+  Options inl;
   inl.inline_execution = true;
-  RuntimeOptions one;
-  one.cpu_budget = 1;
+  Options one;
+  one.autotune.cpu_budget = 1;
   return {pool, inl, one};
 }
 
 TEST(Prefetch, Conformance) {
   for (int64_t buf : {int64_t{1}, int64_t{3}, kAutotune}) {
-    for (const RuntimeOptions& rt : Runtimes()) {
+    for (const Options& rt : Runtimes()) {
       ConformanceOptions o;
       o.runtime = rt;
       CheckDataset(Dataset::Range(20).Prefetch(buf), Ints(Iota(20)), o);
@@ -94,7 +95,7 @@ TEST(AsyncBuffer, StaticElementBytesOfHugeSpecsIsUnknown) {
 
 TEST(ParallelMap, ConformanceDeterministic) {
   for (int64_t p : {int64_t{1}, int64_t{2}, int64_t{4}, kAutotune}) {
-    for (const RuntimeOptions& rt : Runtimes()) {
+    for (const Options& rt : Runtimes()) {
       ConformanceOptions o;
       o.runtime = rt;
       CheckDataset(Dataset::Range(25).Map(JitteryTimes(3), p, true), Ints(Iota(25, 3)), o);
@@ -105,7 +106,7 @@ TEST(ParallelMap, ConformanceDeterministic) {
 
 TEST(ParallelMap, ConformanceNonDeterministic) {
   for (int64_t p : {int64_t{1}, int64_t{3}, kAutotune}) {
-    for (const RuntimeOptions& rt : Runtimes()) {
+    for (const Options& rt : Runtimes()) {
       ConformanceOptions o;
       o.runtime = rt;
       o.ordered = false;
@@ -116,16 +117,16 @@ TEST(ParallelMap, ConformanceNonDeterministic) {
 }
 
 TEST(ParallelMap, DeterministicDefaultComesFromRuntimeOptions) {
-  // With deterministic unset and RuntimeOptions::deterministic = false, a slow first
+  // With deterministic unset and Options::deterministic = false, a slow first
   // element is overtaken.
   Function slow_first = Function::Map("slow_first", [](Element e, FunctionContext&) -> Result<Element> {
     if (e[0].scalar<int64_t>() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return e;
   });
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
+  Options rt;
+  rt.autotune.cpu_budget = 2;
   rt.deterministic = false;
-  auto it = Dataset::Range(6).Map(slow_first, 2).MakeIterator(rt);
+  auto it = MakeIteratorAsBuilt(Dataset::Range(6).Map(slow_first, 2), rt);
   ASSERT_TRUE(it.ok());
   auto first = (*it)->GetNext();
   ASSERT_TRUE(first.ok() && first->has_value());
@@ -144,9 +145,9 @@ TEST(ParallelMap, SlowElementDoesNotHoldBackNonDeterministicStream) {
     }
     return e;
   });
-  RuntimeOptions rt;
-  rt.cpu_budget = 3;
-  auto it = Dataset::Range(100).Map(stuck, 3, false).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 3;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(100).Map(stuck, 3, false), rt);
   ASSERT_TRUE(it.ok());
   // 50 elements flow past the stuck one...
   for (int i = 0; i < 50; ++i) {
@@ -351,10 +352,10 @@ TEST(AsyncBuffer, MemoryBudgetBoundsBufferedBytes) {
       {}, [](const ElementSpec&) -> Result<ElementSpec> {
         return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({4 << 20})}}};
       });
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
-  rt.ram_budget = 16 << 20;
-  auto it = Dataset::Range(64).Map(big, 2).Prefetch(64).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 2;
+  rt.autotune.ram_budget = 16 << 20;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(64).Map(big, 2).Prefetch(64), rt);
   ASSERT_TRUE(it.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let buffers fill
   int64_t n = 0;
@@ -367,10 +368,10 @@ TEST(AsyncBuffer, MemoryBudgetBoundsBufferedBytes) {
   }
   EXPECT_EQ(n, 64);
   PipelineStats s = (*it)->Snapshot();
-  EXPECT_LE(s.peak_buffered_bytes, rt.ram_budget);
+  EXPECT_LE(s.peak_buffered_bytes, rt.autotune.ram_budget);
   EXPECT_EQ(s.budget_overshoot_bytes, 0);
   EXPECT_GE(s.peak_buffered_bytes, 2 * kElem);  // the buffers did fill up to the budget
-  EXPECT_EQ(s.ram_budget, rt.ram_budget);
+  EXPECT_EQ(s.ram_budget, rt.autotune.ram_budget);
 }
 
 TEST(AsyncBuffer, StatsOfAParallelPipeline) {
@@ -379,9 +380,10 @@ TEST(AsyncBuffer, StatsOfAParallelPipeline) {
     for (int i = 0; i < 20000; ++i) x = x + i * 0.5;
     return e;
   });
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
-  auto it = Dataset::Range(400).Map(burn, 2).Batch(10).Prefetch(2).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 2;
+  auto it =
+      MakeIteratorAsBuilt(Dataset::Range(400).Map(burn, 2).Batch(10).Prefetch(2), rt);
   ASSERT_TRUE(it.ok());
   int64_t batches = 0;
   while (true) {

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "api/dataset_internal.h"
+#include "graph/function_internal.h"
 #include "sluice/dataset.h"
 #include "testing/conformance.h"
 
@@ -23,13 +25,13 @@ using testing::ConformanceOptions;
 const std::vector<int64_t> kParallelisms = {1, 2, 4, kAutotune};
 
 // Pool, inline, and a one-thread pool: the three runtimes every parallel op is checked in.
-std::vector<RuntimeOptions> Runtimes() {
-  RuntimeOptions pool;
-  pool.cpu_budget = 4;
-  RuntimeOptions inl;
+std::vector<Options> Runtimes() {
+  Options pool;
+  pool.autotune.cpu_budget = 4;
+  Options inl;
   inl.inline_execution = true;
-  RuntimeOptions one;
-  one.cpu_budget = 1;
+  Options one;
+  one.autotune.cpu_budget = 1;
   return {pool, inl, one};
 }
 
@@ -108,10 +110,10 @@ std::string Normalize(const Status& s) {
 }
 
 // Everything an iterator yields, elements and (normalized) errors, until the end.
-std::vector<std::string> Drain(const Dataset& ds, const RuntimeOptions& rt = {},
+std::vector<std::string> Drain(const Dataset& ds, const Options& rt = {},
                                std::vector<std::string>* raw_errors = nullptr) {
   std::vector<std::string> out;
-  auto it = ds.MakeIterator(rt);
+  auto it = MakeIteratorAsBuilt(ds, rt);
   EXPECT_TRUE(it.ok()) << it.status();
   if (!it.ok()) return out;
   for (int i = 0; i < 100000; ++i) {
@@ -142,7 +144,7 @@ TEST(ParallelBatch, ConformanceDeterministic) {
       const std::vector<Element> expected = CollectOrDie(Mixed(20).Batch(bs, drop));
       ASSERT_EQ(expected.size(), static_cast<size_t>(drop ? 20 / bs : (20 + bs - 1) / bs));
       for (int64_t p : kParallelisms) {
-        for (const RuntimeOptions& rt : Runtimes()) {
+        for (const Options& rt : Runtimes()) {
           SCOPED_TRACE("batch_size " + std::to_string(bs) + " drop " + std::to_string(drop) +
                        " parallelism " + std::to_string(p));
           ConformanceOptions o;
@@ -160,7 +162,7 @@ TEST(ParallelBatch, ConformanceNonDeterministic) {
     for (bool drop : {false, true}) {
       const std::vector<Element> expected = CollectOrDie(Mixed(20).Batch(bs, drop));
       for (int64_t p : {int64_t{1}, int64_t{3}, kAutotune}) {
-        for (const RuntimeOptions& rt : Runtimes()) {
+        for (const Options& rt : Runtimes()) {
           SCOPED_TRACE("batch_size " + std::to_string(bs) + " drop " + std::to_string(drop) +
                        " parallelism " + std::to_string(p));
           ConformanceOptions o;
@@ -181,7 +183,7 @@ TEST(ParallelBatch, StaticallyShapedInput) {
   EXPECT_EQ(ds.element_spec().ToString(), Dataset::Range(22).Batch(4, true).element_spec().ToString());
   EXPECT_EQ(ds.Cardinality(), 5);
   EXPECT_EQ(Dataset::Range(22).Batch(4, false, 2).Cardinality(), 6);
-  for (const RuntimeOptions& rt : Runtimes()) {
+  for (const Options& rt : Runtimes()) {
     ConformanceOptions o;
     o.runtime = rt;
     CheckDataset(ds, CollectOrDie(Dataset::Range(22).Batch(4, true)), o);
@@ -190,8 +192,8 @@ TEST(ParallelBatch, StaticallyShapedInput) {
 
 TEST(ParallelBatch, LargeBatchesSplitIntoPartsMatchBatch) {
   // Batches of 64 and 100 rows are split into up to `parallelism` parts of >= 8 rows.
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (int64_t bs : {64, 100}) {
     for (int64_t p : {2, 4, 8}) {
       SCOPED_TRACE("batch_size " + std::to_string(bs) + " parallelism " + std::to_string(p));
@@ -221,8 +223,8 @@ Function Irregular(int64_t bad, char how) {
 }
 
 TEST(ParallelBatch, MismatchedRowsGiveBatchsErrorAndIterationGoesOn) {
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   struct Case {
     int64_t n, bad, bs;
     char how;
@@ -268,10 +270,10 @@ TEST(ParallelBatch, MemoryBudgetHoldsWithAStaticEstimate) {
       {}, [](const ElementSpec&) -> Result<ElementSpec> {
         return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({1 << 20})}}};
       });
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  rt.ram_budget = 6 << 20;
-  auto it = Dataset::Range(64).Map(mib).Batch(4, true, 4).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  rt.autotune.ram_budget = 6 << 20;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(64).Map(mib).Batch(4, true, 4), rt);
   ASSERT_TRUE(it.ok());
   int64_t n = 0;
   while (true) {
@@ -284,7 +286,7 @@ TEST(ParallelBatch, MemoryBudgetHoldsWithAStaticEstimate) {
   EXPECT_EQ(n, 16);
   PipelineStats s = (*it)->Snapshot();
   EXPECT_EQ(s.budget_overshoot_bytes, 0);
-  EXPECT_LE(s.peak_buffered_bytes, rt.ram_budget);
+  EXPECT_LE(s.peak_buffered_bytes, rt.autotune.ram_budget);
   EXPECT_GE(s.peak_buffered_bytes, 4 << 20);
 }
 
@@ -308,7 +310,7 @@ TEST(MapAndBatch, ConformanceDeterministic) {
       const std::vector<Element> expected =
           CollectOrDie(Dataset::Range(20).Map(Triple(false)).Batch(bs, drop));
       for (int64_t p : kParallelisms) {
-        for (const RuntimeOptions& rt : Runtimes()) {
+        for (const Options& rt : Runtimes()) {
           SCOPED_TRACE("batch_size " + std::to_string(bs) + " drop " + std::to_string(drop) +
                        " parallelism " + std::to_string(p));
           ConformanceOptions o;
@@ -327,7 +329,7 @@ TEST(MapAndBatch, ConformanceNonDeterministic) {
       const std::vector<Element> expected =
           CollectOrDie(Dataset::Range(20).Map(Triple(false)).Batch(bs, drop));
       for (int64_t p : {int64_t{1}, int64_t{3}, kAutotune}) {
-        for (const RuntimeOptions& rt : Runtimes()) {
+        for (const Options& rt : Runtimes()) {
           SCOPED_TRACE("batch_size " + std::to_string(bs) + " drop " + std::to_string(drop) +
                        " parallelism " + std::to_string(p));
           ConformanceOptions o;
@@ -371,8 +373,8 @@ TEST(MapAndBatch, RandomFunctionsMatchMapThenBatch) {
   SetGlobalSeed(1234);
   const std::vector<std::string> seq = Drain(Dataset::Range(200).Map(Noisy()).Batch(7));
   ASSERT_EQ(seq.size(), 29u);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (int64_t p : {1, 3, 8}) {
     SetGlobalSeed(1234);
     Dataset ds = Dataset::Range(200).MapAndBatch(Noisy(), 7, p);
@@ -391,8 +393,8 @@ TEST(MapAndBatch, InputErrorsKeepThePositionsOfTheDroppedRows) {
   const std::vector<std::string> seq =
       Drain(testing::FailingAt(20, 5).Map(Noisy()).Batch(4));
   ASSERT_EQ(CountErrors(seq), 1);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (int64_t p : {1, 4}) {
     SetGlobalSeed(99);
     EXPECT_EQ(Drain(testing::FailingAt(20, 5).MapAndBatch(Noisy(), 4, p), rt), seq)
@@ -402,8 +404,8 @@ TEST(MapAndBatch, InputErrorsKeepThePositionsOfTheDroppedRows) {
 }
 
 TEST(MapAndBatch, MismatchedResultsGiveBatchsError) {
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (char how : {'s', 'd', 'c'}) {
     const std::vector<std::string> want = Drain(Dataset::Range(20).Map(Irregular(9, how)).Batch(4));
     ASSERT_EQ(CountErrors(want), 1);
@@ -424,9 +426,9 @@ Function SlotWriter(std::atomic<int>* in_slot, std::atomic<int>* offered, Shape 
   return Function::Map(
       "slot_writer",
       [in_slot, offered, produced](Element e, FunctionContext& ctx) -> Result<Element> {
-        if (!ctx.output_slots().empty()) ++*offered;
-        SLUICE_ASSIGN_OR_RETURN(Tensor t, ctx.NewOutput(0, DType::kFloat32, produced));
-        if (!ctx.output_slots().empty() && t.raw_data() == ctx.output_slots()[0].raw_data()) {
+        if (!OutputSlots(ctx).empty()) ++*offered;
+        SLUICE_ASSIGN_OR_RETURN(Tensor t, NewOutput(ctx, 0, DType::kFloat32, produced));
+        if (!OutputSlots(ctx).empty() && t.raw_data() == OutputSlots(ctx)[0].raw_data()) {
           ++*in_slot;
         }
         const int64_t v = e[0].scalar<int64_t>();
@@ -435,7 +437,8 @@ Function SlotWriter(std::atomic<int>* in_slot, std::atomic<int>* offered, Shape 
         }
         return Element{t, Tensor::Scalar<int64_t>(v)};
       },
-      {}, [declared](const ElementSpec&) -> Result<ElementSpec> {
+      {},
+      [declared](const ElementSpec&) -> Result<ElementSpec> {
         ElementSpec s;
         s.components = {{DType::kFloat32, PartialShape(declared)},
                         {DType::kInt64, PartialShape(Shape{})}};
@@ -449,8 +452,8 @@ TEST(MapAndBatch, KernelsWriteTheirResultsIntoTheBatch) {
   const std::vector<std::string> want = Drain(Dataset::Range(23).Map(f).Batch(5));
   ASSERT_EQ(want.size(), 5u);
   EXPECT_EQ(offered.load(), 0);  // a plain map offers no slots
-  RuntimeOptions rt;
-  rt.cpu_budget = 3;
+  Options rt;
+  rt.autotune.cpu_budget = 3;
   for (int64_t p : {1, 3}) {
     in_slot = 0;
     offered = 0;
@@ -472,8 +475,8 @@ TEST(MapAndBatch, AResultThatBreaksItsDeclaredSpecIsStillBatchedAsMapThenBatch) 
       Drain(Dataset::Range(12).Map(f).Batch(4).WithOptions(as_built));
   ASSERT_EQ(want.size(), 3u);
   ASSERT_EQ(CountErrors(want), 0);
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
+  Options rt;
+  rt.autotune.cpu_budget = 2;
   EXPECT_EQ(Drain(Dataset::Range(12).MapAndBatch(f, 4, 2), rt), want);
   EXPECT_EQ(offered.load(), 12);
   EXPECT_EQ(in_slot.load(), 0);
@@ -481,14 +484,16 @@ TEST(MapAndBatch, AResultThatBreaksItsDeclaredSpecIsStillBatchedAsMapThenBatch) 
 
 TEST(MapAndBatch, OnlyTheLastStageOfAFusedFunctionGetsTheSlots) {
   std::atomic<int> first_offered{0};
-  Function first = Function::Map("first", [&](Element e, FunctionContext& ctx) -> Result<Element> {
-    if (!ctx.output_slots().empty()) ++first_offered;
-    return e;
-  });
+  Function first =
+      Function::Map("first", [&](Element e, FunctionContext& ctx) -> Result<Element> {
+        if (!OutputSlots(ctx).empty()) ++first_offered;
+        return e;
+      });
   std::atomic<int> in_slot{0}, offered{0};
-  Function fused = Function::Compose(first, 1, SlotWriter(&in_slot, &offered, Shape{4}, Shape{4}), 2);
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
+  Function fused =
+      ComposeFunctions(first, 1, SlotWriter(&in_slot, &offered, Shape{4}, Shape{4}), 2);
+  Options rt;
+  rt.autotune.cpu_budget = 2;
   const std::vector<std::string> got = Drain(Dataset::Range(8).MapAndBatch(fused, 4, 2), rt);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(first_offered.load(), 0);
@@ -500,24 +505,24 @@ TEST(FunctionContext, NewOutputHandsOutAMatchingSlotOnce) {
   Tensor slot(DType::kFloat32, Shape{2, 3});
   std::vector<Tensor> slots = {slot};
   FunctionContext ctx(1, 0);
-  auto fresh = ctx.NewOutput(0, DType::kFloat32, Shape{2, 3});  // nothing offered yet
+  auto fresh = NewOutput(ctx, 0, DType::kFloat32, Shape{2, 3});  // nothing offered yet
   ASSERT_TRUE(fresh.ok());
   EXPECT_NE(fresh->raw_data(), slot.raw_data());
-  ctx.OfferOutputSlots(slots);
-  auto wrong_shape = ctx.NewOutput(0, DType::kFloat32, Shape{3, 2});
-  auto wrong_dtype = ctx.NewOutput(0, DType::kInt32, Shape{2, 3});
-  auto other = ctx.NewOutput(1, DType::kFloat32, Shape{2, 3});
+  OfferOutputSlots(ctx, slots);
+  auto wrong_shape = NewOutput(ctx, 0, DType::kFloat32, Shape{3, 2});
+  auto wrong_dtype = NewOutput(ctx, 0, DType::kInt32, Shape{2, 3});
+  auto other = NewOutput(ctx, 1, DType::kFloat32, Shape{2, 3});
   ASSERT_TRUE(wrong_shape.ok() && wrong_dtype.ok() && other.ok());
   EXPECT_NE(wrong_shape->raw_data(), slot.raw_data());
   EXPECT_NE(wrong_dtype->raw_data(), slot.raw_data());
   EXPECT_NE(other->raw_data(), slot.raw_data());
-  auto first = ctx.NewOutput(0, DType::kFloat32, Shape{2, 3});
-  auto second = ctx.NewOutput(0, DType::kFloat32, Shape{2, 3});
+  auto first = NewOutput(ctx, 0, DType::kFloat32, Shape{2, 3});
+  auto second = NewOutput(ctx, 0, DType::kFloat32, Shape{2, 3});
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(first->raw_data(), slot.raw_data());
   EXPECT_NE(second->raw_data(), slot.raw_data());
   // Absurd sizes fail cleanly instead of allocating.
-  EXPECT_EQ(ctx.NewOutput(2, DType::kFloat32, Shape{int64_t{1} << 40, int64_t{1} << 30})
+  EXPECT_EQ(NewOutput(ctx, 2, DType::kFloat32, Shape{int64_t{1} << 40, int64_t{1} << 30})
                 .status()
                 .code(),
             StatusCode::kResourceExhausted);
@@ -534,8 +539,8 @@ TEST(MapAndBatch, FunctionErrorFailsTheWholeBatchWithTheLowestRowsError) {
     if (v == 10) return DataLossError("bad record 10");
     return e;
   });
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (int64_t p : {1, 2, 4, 8}) {
     for (bool det : {true, false}) {
       SCOPED_TRACE("parallelism " + std::to_string(p) + " deterministic " + std::to_string(det));
@@ -577,8 +582,8 @@ TEST(MapAndBatch, RowsOfOneBatchRunInParallel) {
   auto ms_since = [](Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   // Sequential: 16 calls of 10 ms, one after the other.
   Clock::time_point t0 = Clock::now();
   Options as_built;  // the default rewrites would fuse and parallelize the baseline
@@ -588,7 +593,7 @@ TEST(MapAndBatch, RowsOfOneBatchRunInParallel) {
   ASSERT_TRUE(seq.ok());
   ASSERT_EQ(seq->size(), 2u);
 
-  auto it = Dataset::Range(16).MapAndBatch(slow, 8, 4).MakeIterator(rt);
+  auto it = MakeIteratorAsBuilt(Dataset::Range(16).MapAndBatch(slow, 8, 4), rt);
   ASSERT_TRUE(it.ok());
   t0 = Clock::now();
   auto first = (*it)->GetNext();
@@ -628,7 +633,7 @@ TEST(ParallelFilter, Conformance) {
   ASSERT_EQ(expected.size(), 20u);
   for (bool det : {true, false}) {
     for (int64_t p : kParallelisms) {
-      for (const RuntimeOptions& rt : Runtimes()) {
+      for (const Options& rt : Runtimes()) {
         SCOPED_TRACE("parallelism " + std::to_string(p) + " deterministic " + std::to_string(det));
         ConformanceOptions o;
         o.runtime = rt;
@@ -656,8 +661,8 @@ TEST(ParallelFilter, RandomPredicatesMatchFilter) {
   const std::vector<std::string> seq = Drain(Dataset::Range(300).Filter(coin));
   ASSERT_GT(seq.size(), 100u);
   ASSERT_LT(seq.size(), 200u);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (int64_t p : {1, 3, 8}) {
     SetGlobalSeed(7);
     EXPECT_EQ(Drain(Dataset::Range(300).Filter(coin, p, true), rt), seq) << "parallelism " << p;
@@ -675,8 +680,8 @@ TEST(ParallelFilter, PredicateErrorSurfacesAndIterationGoesOn) {
   });
   const std::vector<std::string> want = Drain(Dataset::Range(10).Filter(fail3));
   ASSERT_EQ(CountErrors(want), 1);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (int64_t p : {1, 4}) {
     std::vector<std::string> raw;
     EXPECT_EQ(Drain(Dataset::Range(10).Filter(fail3, p, true), rt, &raw), want);
@@ -704,13 +709,11 @@ TEST(ParallelBatchOps, NodesAppearInTheSnapshotWithParallelismAndBufferLimit) {
   Function even = Function::Predicate("even", [](const Element& e, FunctionContext&) -> Result<bool> {
     return e[0].scalar<int64_t>() % 2 == 0;
   });
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  auto it = Dataset::Range(128)
-                .Filter(even, 2)
-                .MapAndBatch(Times(3), 8, 4)
-                .Batch(2, false, 3)
-                .MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  auto it = MakeIteratorAsBuilt(
+      Dataset::Range(128).Filter(even, 2).MapAndBatch(Times(3), 8, 4).Batch(2, false, 3),
+      rt);
   ASSERT_TRUE(it.ok());
   int64_t n = 0;
   while (true) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "sluice/dataset.h"
 #include "testing/conformance.h"
 
@@ -109,13 +110,13 @@ Function SleepMap(int ms) {
 }
 
 // Pool, inline, and a one-thread pool: the runtimes every parallel op is checked in.
-std::vector<RuntimeOptions> Runtimes() {
-  RuntimeOptions pool;
-  pool.cpu_budget = 4;
-  RuntimeOptions inl;
+std::vector<Options> Runtimes() {
+  Options pool;
+  pool.autotune.cpu_budget = 4;
+  Options inl;
   inl.inline_execution = true;
-  RuntimeOptions one;
-  one.cpu_budget = 1;
+  Options one;
+  one.autotune.cpu_budget = 1;
   return {pool, inl, one};
 }
 
@@ -135,9 +136,9 @@ struct Trace {
   std::vector<std::string> errors;
   std::vector<size_t> error_at;  // values.size() when each error came
 };
-Trace TraceOf(const Dataset& ds, const RuntimeOptions& rt = {}) {
+Trace TraceOf(const Dataset& ds, const Options& rt = {}) {
   Trace t;
-  auto it = ds.MakeIterator(rt);
+  auto it = MakeIteratorAsBuilt(ds, rt);
   EXPECT_TRUE(it.ok()) << it.status();
   if (!it.ok()) return t;
   for (int i = 0; i < 10000; ++i) {
@@ -161,7 +162,7 @@ TEST(ParallelInterleave, ConformanceDeterministicMatchesSequential) {
     const std::vector<Element> expected =
         CollectOrDie(in.Interleave(Inner(), c.cycle, c.block));
     ASSERT_EQ(expected.size(), 25u);
-    for (const RuntimeOptions& rt : Runtimes()) {
+    for (const Options& rt : Runtimes()) {
       ConformanceOptions o;
       o.runtime = rt;
       CheckDataset(in.Interleave(Inner(), c.cycle, c.block, c.calls, true), expected, o);
@@ -176,7 +177,7 @@ TEST(ParallelInterleave, ConformanceNonDeterministic) {
                  std::to_string(c.block) + " calls " + std::to_string(c.calls));
     const std::vector<Element> expected =
         CollectOrDie(in.Interleave(Inner(), c.cycle, c.block));
-    for (const RuntimeOptions& rt : Runtimes()) {
+    for (const Options& rt : Runtimes()) {
       ConformanceOptions o;
       o.runtime = rt;
       o.ordered = false;
@@ -190,9 +191,9 @@ TEST(ParallelInterleave, AsynchronousInnerDatasets) {
   // are handed over across buffers.
   const Dataset in = Dataset::Range(10);
   const std::vector<Element> expected = CollectOrDie(in.Interleave(Inner(), 3, 2));
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  rt.ram_budget = 1 << 20;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  rt.autotune.ram_budget = 1 << 20;
   for (bool det : {true, false}) {
     ConformanceOptions o;
     o.runtime = rt;
@@ -218,9 +219,9 @@ TEST(ParallelInterleave, AsynchronousInnerDatasets) {
 
 TEST(ParallelInterleave, AutotuneCycleLengthIsTheCpuBudget) {
   const Dataset in = Dataset::Range(10);
-  for (const RuntimeOptions& rt : Runtimes()) {
+  for (const Options& rt : Runtimes()) {
     const Dataset ds = in.Interleave(Inner(), kAutotune, 1, kAutotune, true);
-    auto probe = ds.MakeIterator(rt);
+    auto probe = MakeIteratorAsBuilt(ds, rt);
     ASSERT_TRUE(probe.ok()) << probe.status();
     const int64_t cpus = (*probe)->Snapshot().cpu_budget;
     ASSERT_GT(cpus, 0);
@@ -263,8 +264,8 @@ TEST(ParallelInterleave, DatasetFunctionErrorSurfacesOnceAndTheRestComesOut) {
   const Dataset in = Dataset::Range(9);
   const Trace seq = TraceOf(in.Interleave(fails_on_3, 3, 2));
   ASSERT_EQ(seq.values.size(), 17u);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (bool det : {true, false}) {
     SCOPED_TRACE(det ? "deterministic" : "non-deterministic");
     const Trace par = TraceOf(in.Interleave(fails_on_3, 3, 2, 4, det), rt);
@@ -317,8 +318,8 @@ TEST(ParallelInterleave, SlowOpensAndSlowElementsOverlap) {
         return Dataset::Range(10 * v, 10 * v + 5).Map(SleepMap(5));
       });
   const Dataset in = Dataset::Range(8);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   auto t0 = Clock::now();
   const std::vector<Element> seq = CollectOrDie(in.Interleave(slow, 4, 1));
   const int64_t seq_ms = MsSince(t0);
@@ -345,9 +346,9 @@ TEST(ParallelInterleave, SlowInputDoesNotHoldBackNonDeterministicStream) {
               return x;
             }));
       });
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  auto it = Dataset::Range(4).Interleave(fn, 4, 1, 4, false).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(4).Interleave(fn, 4, 1, 4, false), rt);
   ASSERT_TRUE(it.ok()) << it.status();
   // All 30 elements of the three fast inputs come out while input 0 is stuck.
   for (int i = 0; i < 30; ++i) {
@@ -382,9 +383,9 @@ TEST(ParallelInterleave, DeterministicWaitsForTheSlowInput) {
               return x;
             }));
       });
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  auto it = Dataset::Range(4).Interleave(fn, 4, 1, 4, true).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(4).Interleave(fn, 4, 1, 4, true), rt);
   ASSERT_TRUE(it.ok());
   Iterator* raw = it->get();
   std::atomic<bool> others_buffered{false};
@@ -409,11 +410,12 @@ TEST(ParallelInterleave, DestroyingMidStreamIsFast) {
         Dataset d = Dataset::Range(1000 * v, 1000 * v + 1000).Map(SleepMap(2));
         return v % 2 == 0 ? d : d.Prefetch(4);  // some inner iterators are asynchronous
       });
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
   for (int consumed : {0, 1, 3, 10, 25}) {
     for (bool det : {true, false}) {
-      auto it = Dataset::Range(1000).Interleave(slow, 4, 2, 4, det).MakeIterator(rt);
+      auto it =
+          MakeIteratorAsBuilt(Dataset::Range(1000).Interleave(slow, 4, 2, 4, det), rt);
       ASSERT_TRUE(it.ok());
       for (int k = 0; k < consumed; ++k) {
         auto e = (*it)->GetNext();
@@ -434,9 +436,9 @@ TEST(ParallelInterleave, CancelWakesAConsumerBlockedOnAnotherThread) {
         gate.Pass();
         return Dataset::Range(3);
       });
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
-  auto it = Dataset::Range(100).Interleave(gated, 2, 1, 2, true).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 2;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(100).Interleave(gated, 2, 1, 2, true), rt);
   ASSERT_TRUE(it.ok());
   Iterator* raw = it->get();
   std::atomic<int> cancelled{0};
@@ -474,13 +476,13 @@ TEST(ParallelInterleave, MemoryBudgetBoundsBufferedBytes) {
         return Dataset::Range(6).Map(big);
       },
       {}, spec);
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  rt.ram_budget = 8 * kElem;
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  rt.autotune.ram_budget = 8 * kElem;
   for (bool det : {true, false}) {
     SCOPED_TRACE(det ? "deterministic" : "non-deterministic");
     // 4 cycle inputs and 4 futures of 2 buffered elements each would hold 16 MiB.
-    auto it = Dataset::Range(8).Interleave(fn, 4, 2, 4, det).MakeIterator(rt);
+    auto it = MakeIteratorAsBuilt(Dataset::Range(8).Interleave(fn, 4, 2, 4, det), rt);
     ASSERT_TRUE(it.ok()) << it.status();
     auto first = (*it)->GetNext();
     ASSERT_TRUE(first.ok() && first->has_value());
@@ -496,7 +498,7 @@ TEST(ParallelInterleave, MemoryBudgetBoundsBufferedBytes) {
     }
     EXPECT_EQ(n, 48);
     const PipelineStats s = (*it)->Snapshot();
-    EXPECT_LE(s.peak_buffered_bytes, rt.ram_budget);
+    EXPECT_LE(s.peak_buffered_bytes, rt.autotune.ram_budget);
     EXPECT_EQ(s.budget_overshoot_bytes, 0);
     EXPECT_GE(s.peak_buffered_bytes, 7 * kElem);  // the buffers did fill up to the budget
     EXPECT_EQ(s.buffered_bytes, 0);               // everything taken was released
@@ -507,9 +509,9 @@ TEST(ParallelInterleave, Stats) {
   Function fn = Function::DatasetFunction(
       "four",
       [](Element, FunctionContext&) -> Result<Dataset> { return Dataset::Range(4); });
-  RuntimeOptions rt;
-  rt.cpu_budget = 4;
-  auto it = Dataset::Range(5).Interleave(fn, 2, 1, 2, true).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 4;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(5).Interleave(fn, 2, 1, 2, true), rt);
   ASSERT_TRUE(it.ok());
   auto e = (*it)->GetNext();
   ASSERT_TRUE(e.ok() && e->has_value());

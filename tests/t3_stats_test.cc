@@ -1,9 +1,9 @@
 // The stats plane (src/runtime/node_stats.h): counts, sampled CPU and wall times with
 // children excluded, bytes, file bytes, dead children, snapshot structure.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
+#include "api/dataset_internal.h"
 #include "formats/tfrecord.h"
 #include "runtime/node_stats.h"
 #include "sluice/dataset.h"
@@ -37,7 +37,7 @@ const IteratorStats* Find(const PipelineStats& p, const std::string& name) {
 
 TEST(Stats, ExclusiveCpuOfSynchronousOps) {
   // Map burns 200 us per element; Batch and Range do next to nothing.
-  auto it = Dataset::Range(300).Map(Burner(200)).Batch(10).MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(Dataset::Range(300).Map(Burner(200)).Batch(10), {});
   ASSERT_TRUE(it.ok());
   const int64_t cpu0 = ThreadCpuNs();
   while (true) {
@@ -69,9 +69,9 @@ TEST(Stats, ExclusiveCpuOfSynchronousOps) {
 }
 
 TEST(Stats, ParallelMapCpuIsCountedOnThePool) {
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
-  auto it = Dataset::Range(200).Map(Burner(200), 2).MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 2;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(200).Map(Burner(200), 2), rt);
   ASSERT_TRUE(it.ok());
   int64_t n = 0;
   while (true) {
@@ -97,7 +97,7 @@ TEST(Stats, FinishedInnerIteratorsLeaveTheirCounts) {
       "inner", [](Element e, FunctionContext&) -> Result<Dataset> {
         return Dataset::Range(e[0].scalar<int64_t>());
       });
-  auto it = Dataset::Range(10).FlatMap(inner).MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(Dataset::Range(10).FlatMap(inner), {});
   ASSERT_TRUE(it.ok());
   int64_t n = 0;
   while (true) {
@@ -126,7 +126,7 @@ TEST(Stats, FileBytesRead) {
   }
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
-  auto it = Dataset::TFRecord({path, path}).MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(Dataset::TFRecord({path, path}), {});
   ASSERT_TRUE(it.ok());
   int64_t n = 0;
   while (true) {
@@ -145,7 +145,7 @@ TEST(Stats, FileBytesRead) {
 TEST(Stats, CheapOpsGetPlausibleEstimates) {
   // A cheap op is timed rarely (one call in thousands); its estimate is still plausible.
   // (This does not check the period itself, only the estimate it yields.)
-  auto it = Dataset::Range(100000).Map(Burner(0)).MakeIterator(RuntimeOptions{});
+  auto it = MakeIteratorAsBuilt(Dataset::Range(100000).Map(Burner(0)), {});
   ASSERT_TRUE(it.ok());
   for (int i = 0; i < 100000; ++i) ASSERT_TRUE((*it)->GetNext().ok());
   PipelineStats p = (*it)->Snapshot();

@@ -3,22 +3,24 @@
 // failing functions, finishes with no leak (ASan/LSan) and no hang."
 //
 // A seeded std::mt19937 draws, for each iteration, a pipeline shape (parallel map ordered
-// and not, prefetch, parallel interleave, map_and_batch, parallel filter and batch, and the
-// sequential shuffle, batch, repeat, zip, interleave around them), RuntimeOptions
-// (cpu_budget 1..4, sometimes inline execution, sometimes a tiny or unlimited RAM budget),
-// a number of GetNext calls (0..50), and whether to Save/Restore mid-way and whether to
-// Cancel from another thread while a consumer thread is in GetNext. Then the iterator is
-// destroyed wherever it stands. Every user function sleeps 0..3 ms on some elements and
-// fails (DataLoss, kInjected) on "poisoned" elements, chosen by a hash of the value.
+// and not, prefetch, parallel interleave, map_and_batch, parallel filter and batch, and
+// the sequential shuffle, batch, repeat, zip, interleave around them), Options
+// (cpu_budget 1..4, sometimes inline execution, sometimes a tiny or unlimited RAM
+// budget), a number of GetNext calls (0..50), and whether to Save/Restore mid-way and
+// whether to Cancel from another thread while a consumer thread is in GetNext. Then the
+// iterator is destroyed wherever it stands. Every user function sleeps 0..3 ms on some
+// elements and fails (DataLoss, kInjected) on "poisoned" elements, chosen by a hash of
+// the value.
 //
 // What must hold (each check can fail):
 //  * every shape builds (a shape that does not, whatever the reason, fails the test; none
 //    is left out or skipped) and, in a run of 200 iterations or more, every shape is drawn;
 //  * every GetNext returns an element, the end, or an error that is either an injected one
 //    or - only once Cancel() was called - Cancelled; no element holds a poisoned value
-//    (a failed element is never passed on); after the end, GetNext keeps returning the end;
+//    (a failed element is never passed on); after the end, GetNext keeps returning the
+//    end;
 //  * Save() succeeds mid-stream and Restore() into a fresh iterator (with the same or other
-//    RuntimeOptions) succeeds; for shapes whose operators all keep their order, the
+//    Options) succeeds; for shapes whose operators all keep their order, the
 //    restored iterator yields exactly what the saved one goes on to yield (elements and
 //    error messages); a Save() racing Cancel() returns OK or Cancelled;
 //  * Cancel() (from another thread, with Snapshot() calls racing it) ends the consumer's
@@ -51,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/dataset_internal.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -290,24 +293,28 @@ class Watchdog {
 
 struct IterationPlan {
   int shape = 0;
-  RuntimeOptions options;
+  Options options;
   int calls = 0;      // GetNext calls before destruction (fewer if the end comes first)
   int save_at = -1;   // Save + Restore before call save_at; -1: none
   int cancel_at = -1;  // calls from cancel_at on run on a consumer thread that is cancelled
   int cancel_delay_us = 0;
   bool consumer_saves = false;  // the consumer also calls Save() while Cancel races it
-  RuntimeOptions restore_options;  // of the iterator a checkpoint is restored into
+  Options restore_options;      // of the iterator a checkpoint is restored into
 
   std::string ToString(const std::vector<PipelineShape>& shapes) const {
     std::ostringstream os;
-    os << "shape=" << shapes[shape].name << " cpu_budget=" << options.cpu_budget
-       << " inline=" << options.inline_execution << " ram_budget=" << options.ram_budget
-       << " deterministic=" << options.deterministic << " calls=" << calls
+    // Every field printed here is set by DrawOptions (restore_options: by DrawPlan).
+    os << "shape=" << shapes[shape].name
+       << " cpu_budget=" << options.autotune.cpu_budget.value_or(0)
+       << " inline=" << options.inline_execution.value_or(false)
+       << " ram_budget=" << options.autotune.ram_budget.value_or(0)
+       << " deterministic=" << options.deterministic.value_or(true) << " calls=" << calls
        << " save_at=" << save_at << " cancel_at=" << cancel_at
        << " cancel_delay_us=" << cancel_delay_us << " consumer_saves=" << consumer_saves
-       << " restore_options={cpu_budget=" << restore_options.cpu_budget
-       << " inline=" << restore_options.inline_execution
-       << " ram_budget=" << restore_options.ram_budget << "}";
+       << " restore_options={cpu_budget="
+       << restore_options.autotune.cpu_budget.value_or(0)
+       << " inline=" << restore_options.inline_execution.value_or(false)
+       << " ram_budget=" << restore_options.autotune.ram_budget.value_or(0) << "}";
     return os.str();
   }
 };
@@ -316,16 +323,22 @@ int Uniform(std::mt19937& rng, int lo, int hi) {
   return std::uniform_int_distribution<int>(lo, hi)(rng);
 }
 
-RuntimeOptions DrawOptions(std::mt19937& rng) {
-  RuntimeOptions o;
-  o.cpu_budget = Uniform(rng, 1, 4);
+Options DrawOptions(std::mt19937& rng) {
+  Options o;
+  o.autotune.cpu_budget = Uniform(rng, 1, 4);
   o.inline_execution = Uniform(rng, 0, 4) == 0;
   switch (Uniform(rng, 0, 3)) {
     // A few elements at most; not below 256 bytes, so that the shuffles (held buffers, which
     // fail rather than wait when they cannot fit; at most 8 x 24 bytes here) fit.
-    case 0: o.ram_budget = Uniform(rng, 256, 4096); break;
-    case 1: o.ram_budget = -1; break;                      // unlimited
-    default: o.ram_budget = 0; break;                      // the default
+    case 0:
+      o.autotune.ram_budget = Uniform(rng, 256, 4096);
+      break;
+    case 1:
+      o.autotune.ram_budget = -1;
+      break;  // unlimited
+    default:
+      o.autotune.ram_budget = 0;
+      break;  // the default
   }
   o.deterministic = Uniform(rng, 0, 1) == 1;
   return o;
@@ -369,7 +382,7 @@ void Tally(const Result<std::optional<Element>>& r, Totals* t) {
 void RunIteration(const PipelineShape& shape, const Dataset& ds, const IterationPlan& plan,
                   const std::string& what, Totals* totals) {
   SCOPED_TRACE(what);
-  auto made = ds.MakeIterator(plan.options);
+  auto made = MakeIteratorAsBuilt(ds, plan.options);
   ASSERT_TRUE(made.ok()) << made.status();
   std::unique_ptr<Iterator> it = std::move(made).value();
 
@@ -380,7 +393,7 @@ void RunIteration(const PipelineShape& shape, const Dataset& ds, const Iteration
       auto ckpt = it->Save();
       ASSERT_TRUE(ckpt.ok()) << "Save: " << ckpt.status();
       ++totals->saves;
-      auto fresh = ds.MakeIterator(plan.restore_options);
+      auto fresh = MakeIteratorAsBuilt(ds, plan.restore_options);
       ASSERT_TRUE(fresh.ok()) << fresh.status();
       Status restored = (*fresh)->Restore(*ckpt);
       ASSERT_TRUE(restored.ok()) << "Restore: " << restored;
@@ -547,9 +560,9 @@ TEST_P(ShapeTest, BuildsAndRuns) {
   const PipelineShape shape = Shapes()[GetParam()];
   Dataset ds = shape.build();
   ASSERT_TRUE(ds.status().ok()) << shape.name << " does not build: " << ds.status();
-  RuntimeOptions rt;
-  rt.cpu_budget = 2;
-  auto it = ds.MakeIterator(rt);
+  Options rt;
+  rt.autotune.cpu_budget = 2;
+  auto it = MakeIteratorAsBuilt(ds, rt);
   ASSERT_TRUE(it.ok()) << it.status();
   int64_t elements = 0;
   for (int k = 0; k < 200; ++k) {

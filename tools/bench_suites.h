@@ -31,7 +31,7 @@ struct BenchArgs {
   int64_t prefetch = 0;
   bool autotune = true;            // Options::autotune.enabled
   bool optimize = true;            // the default static rewrites (src/optimizer/)
-  int64_t initial_parallelism = 0;  // RuntimeOptions::initial_parallelism
+  int64_t initial_parallelism = 0;  // Options::autotune.initial_parallelism
   // Record items delivered every timeline_step seconds from the iterator's creation (the
   // warm-up included) in extra["timeline"] as [seconds, items] pairs; 0: none.
   double timeline_step = 0;

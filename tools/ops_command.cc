@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/builtins.h"
 #include "commands.h"
 #include "graph/registry.h"
 
@@ -160,7 +161,7 @@ std::string Markdown(const Registry& r, bool all) {
 }
 
 int RunOps(const std::string& name, bool json, bool markdown, bool all) {
-  const Registry& r = Registry::Global();
+  const Registry& r = BuiltinRegistry();
   if (!r.status().ok()) {
     std::fprintf(stderr, "sluice ops: %s\n", r.status().ToString().c_str());
     return 1;

@@ -1,5 +1,7 @@
-// The dataset API: Dataset (an immutable pipeline definition), Function (what map/filter/...
-// apply), and Iterator (a stateful, checkpointable cursor over a Dataset).
+// The dataset API: Dataset, an immutable pipeline definition. Including this header gives
+// the whole API: Function (sluice/function.h: what map/filter/... apply), Iterator
+// (sluice/iterator.h: a stateful, checkpointable cursor), Options (sluice/options.h) and
+// the stats (sluice/stats.h).
 //
 // The names and semantics follow tf.data (Murray et al., VLDB 2021) so that people who know
 // tf.data know sluice; C++ methods are CamelCase (Map for map, FlatMap for flat_map, ...).
@@ -30,17 +32,15 @@
 #define SLUICE_DATASET_H_
 
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "sluice/element.h"
+#include "sluice/function.h"
+#include "sluice/iterator.h"
 #include "sluice/options.h"
 #include "sluice/random.h"
 #include "sluice/stats.h"
@@ -49,18 +49,11 @@
 
 namespace sluice {
 
-class DatasetNode;
-class IteratorBase;
-class Dataset;
-class Env;
-class SplitProvider;  // src/runtime/split_provider.h
-
-// Owns an internal iterator. Deleting one first unlinks it from its parent in the iterator
-// tree, so a concurrent Cancel or stats snapshot never reaches a half-destroyed iterator.
-struct IteratorDeleter {
-  void operator()(IteratorBase* it) const;
-};
-using IteratorPtr = std::unique_ptr<IteratorBase, IteratorDeleter>;
+class DatasetNode;    // the graph node a Dataset holds (internal)
+class SplitProvider;  // docs/runtime.md#split-providers; made by MakeSplitProvider()
+namespace internal {
+struct DatasetAccess;  // src/graph/dataset_access.h
+}  // namespace internal
 
 // Tunable value meaning "let sluice choose" (tf.data.AUTOTUNE).
 inline constexpr int64_t kAutotune = -1;
@@ -68,197 +61,16 @@ inline constexpr int64_t kAutotune = -1;
 inline constexpr int64_t kInfiniteCardinality = -1;
 inline constexpr int64_t kUnknownCardinality = -2;
 
-// A typed attribute of an op or kernel. Attributes are what make a pipeline serializable.
-using AttrValue =
-    std::variant<bool, int64_t, double, std::string, DType, PartialShape, std::vector<int64_t>,
-                 std::vector<double>, std::vector<std::string>, std::vector<DType>,
-                 std::vector<PartialShape>, Tensor, std::vector<Tensor>>;
-using AttrMap = std::map<std::string, AttrValue, std::less<>>;
-std::string AttrValueDebugString(const AttrValue& v);
-
 // Compression of record files (TFRecord, text lines, fixed-length records).
 enum class Compression { kNone, kGzip, kZlib };
 // "" / "NONE", "GZIP", "ZLIB" (the tf.data spellings).
 Result<Compression> CompressionFromName(std::string_view name);
 std::string_view CompressionName(Compression c);
 
-// What a function sees besides its argument: the element's position in the op's input
-// stream and a random generator keyed by (op seed, position). Draw all randomness from rng()
-// so results do not depend on thread scheduling.
-class FunctionContext {
- public:
-  FunctionContext(uint64_t seed, int64_t position)
-      : rng_(seed, static_cast<uint64_t>(position)), position_(position) {}
-  int64_t position() const { return position_; }
-  Rng& rng() { return rng_; }
-  // GroupByWindow's reduce function: the window being reduced (its argument is the key).
-  // Null elsewhere.
-  const Dataset* window() const { return window_; }
-  void set_window(const Dataset* w) { window_ = w; }
-  // The pipeline's file system (src/core/env.h) for kernels that read files (read_file);
-  // null means the default. Set by the ops that apply map functions.
-  Env* env() const { return env_; }
-  void set_env(Env* env) { env_ = env; }
-
-  // Output slots: where the caller stores each output component anyway (MapAndBatch offers
-  // the element's rows of the batch it assembles). A kernel that creates output component
-  // `i` as a new tensor calls NewOutput(i, dtype, shape) and writes its result there: it
-  // gets the slot offered for i when dtype and shape match exactly and the slot was not
-  // handed out before in this call, else a newly allocated tensor (ResourceExhausted for
-  // absurd sizes, as Tensor::Allocate). Writing into the slot saves copying the result
-  // into the batch. Whoever applies several functions in a row (fusion) offers the slots
-  // to the last one only: an earlier stage's output is read by a later one, so it must
-  // not live where the final result goes. `slots` must outlive the call.
-  void OfferOutputSlots(std::span<const Tensor> slots) {
-    slots_ = slots;
-    taken_ = 0;
-  }
-  std::span<const Tensor> output_slots() const { return slots_; }
-  Result<Tensor> NewOutput(size_t component, DType dtype, const Shape& shape);
-
- private:
-  Rng rng_;
-  int64_t position_;
-  const Dataset* window_ = nullptr;
-  Env* env_ = nullptr;
-  std::span<const Tensor> slots_;
-  uint64_t taken_ = 0;  // bit i: slot i handed out (slots past 64 are never offered)
-};
-
-// A function applied by map, filter, flat_map, interleave, scan, reduce, group_by_window...
-//
-// Two kinds:
-//  * registered kernels: a name plus typed attributes, looked up in the registry
-//    (Function::Kernel("parse_example", {...})). Serializable, so they travel to service
-//    workers, and visible to the optimizer.
-//  * local callables: C++ lambdas (Function::Map/Predicate/DatasetFunction). Not serializable.
-//
-// A function has one of three signatures: element -> element (map, scan, reduce, key
-// functions), element -> bool (filter), element -> Dataset (flat_map, interleave).
-// An element -> element function whose output is a single bool scalar can also serve as a
-// predicate. Every function declares whether it is random.
-// What a function declares about itself.
-struct FunctionTraits {
-  bool is_random = false;
-  // The function can be skipped when its output would be discarded (skip(), shuffle
-  // restore): it has no side effects and its output count equals its input count.
-  bool skippable = false;
-  // The function keeps state between calls, has side effects, or must not run
-  // concurrently with itself (Python callables, which hold the GIL). The optimizer never
-  // parallelizes, fuses or reorders a stateful function.
-  bool stateful = false;
-  // Constant time per element, whatever its size: a view or a metadata change (identity,
-  // select, expand_dims, reshape). Handing it to another thread would cost more than
-  // running it, so map_parallelization leaves such maps sequential.
-  bool cheap = false;
-};
-
-class Function {
- public:
-  using ElementFn = std::function<Result<Element>(Element&&, FunctionContext&)>;
-  using PredicateFn = std::function<Result<bool>(const Element&, FunctionContext&)>;
-  using DatasetFn = std::function<Result<Dataset>(Element&&, FunctionContext&)>;
-  // Optional static typing: the output spec for an input spec.
-  using SpecFn = std::function<Result<ElementSpec>(const ElementSpec&)>;
-
-  enum class Kind { kInvalid, kElement, kPredicate, kDataset };
-
-  using Traits = FunctionTraits;
-
-  Function() = default;
-
-  // Local callables.
-  static Function Map(std::string name, ElementFn fn, Traits traits = {}, SpecFn spec = nullptr);
-  static Function Predicate(std::string name, PredicateFn fn, Traits traits = {});
-  // `spec`, when given, is the element spec of the datasets fn returns (for an input
-  // spec); interleave/flat_map then know their output spec and check each inner dataset.
-  static Function DatasetFunction(std::string name, DatasetFn fn, Traits traits = {},
-                                  SpecFn spec = nullptr);
-  // A registered kernel; an error names the kernel when it is unknown or attrs are wrong.
-  static Result<Function> Kernel(std::string_view name, AttrMap attrs = {});
-  // Fusion (the optimizer's map_fusion and filter_fusion, src/optimizer/). Each stage runs
-  // with FunctionContext(its own seed, the fused call's position), so its random draws are
-  // the ones it made in its own op. The result is a local callable (not serializable:
-  // rewrites run when an iterator is made, after serialization), named "a+b"; it is random
-  // if either stage is, skippable if both are, stateful if either is.
-  //   Compose:     x -> second(first(x)) (element functions; spec composed when declared).
-  //   Conjunction: x -> first(x) && second(x), `second` not called when first is false
-  //                (predicates, or element functions returning one bool).
-  static Function Compose(const Function& first, uint64_t first_seed, const Function& second,
-                          uint64_t second_seed);
-  static Function Conjunction(const Function& first, uint64_t first_seed,
-                              const Function& second, uint64_t second_seed);
-  // Registry use only: wraps a kernel implementation.
-  static Function MakeKernel(std::string name, AttrMap attrs, ElementFn fn, Traits traits,
-                             SpecFn spec = nullptr, PredicateFn pred = nullptr,
-                             DatasetFn dfn = nullptr);
-
-  bool valid() const { return impl_ != nullptr; }
-  Kind kind() const;
-  const std::string& name() const;
-  const AttrMap& attrs() const;
-  bool serializable() const;  // true for registered kernels
-  const Traits& traits() const;
-  bool is_random() const { return traits().is_random; }
-
-  // Applies an element function.
-  Result<Element> operator()(Element in, FunctionContext& ctx) const;
-  // Applies an element function in place (the runtime's path: no extra moves).
-  Status Apply(Element* inout, FunctionContext& ctx) const;
-  // Applies a predicate (or an element function returning one bool scalar).
-  Result<bool> Test(const Element& in, FunctionContext& ctx) const;
-  // Applies a dataset function.
-  Result<Dataset> MakeDataset(Element in, FunctionContext& ctx) const;
-  // Output spec for `in`, or nullopt when the function does not declare one.
-  std::optional<Result<ElementSpec>> OutputSpec(const ElementSpec& in) const;
-
- private:
-  struct Impl;
-  std::shared_ptr<const Impl> impl_;
-};
-
-class Iterator;
-class SpanRecorder;
-
-// How an iterator runs: the CPU and RAM budgets of its pipeline (tf.data's
-// Options.threading and autotune.ram_budget). One pipeline = one top-level iterator: it owns
-// a thread pool of cpu_budget threads that every parallel operator in it shares, and a
-// memory budget that every buffering operator respects.
-struct RuntimeOptions {
-  // Threads in the pipeline's pool. 0: the cores available to the process (CPU affinity
-  // and cgroup quota respected).
-  int64_t cpu_budget = 0;
-  // Bytes that operator buffers may hold in total, a hard limit (see docs/runtime.md for
-  // the exact guarantee). 0: half the memory available to the process; -1: unlimited.
-  int64_t ram_budget = 0;
-  // Order guarantee of parallel operators whose `deterministic` argument is unset.
-  bool deterministic = true;
-  // Run function calls on the operators' own threads instead of a pool (tests, debugging).
-  bool inline_execution = false;
-  // Tune AUTOTUNE parallelism and buffer sizes online (src/autotune/). When false they
-  // stay where they start.
-  bool autotune = true;
-  // Where AUTOTUNE parallelism starts. 0: the CPU budget (as tf.data); the tuner then
-  // moves it.
-  int64_t initial_parallelism = 0;
-  // Receives a span for every GetNext of every iterator of the pipeline (the profiler's
-  // hook, src/runtime/span.h); not owned, must outlive the iterator. Null: nothing is
-  // recorded and the hook costs one branch per call.
-  SpanRecorder* span_recorder = nullptr;
-  // The file system the pipeline reads and writes through (src/core/env.h; tests inject
-  // faults with it); not owned, must outlive the iterator. Null: the POSIX default.
-  Env* env = nullptr;
-  // Options::files: when set, `env` is wrapped in a confined Env.
-  FileOptions files;
-  // The runtime view of user-facing Options (defaults resolved later by the Runtime).
-  static RuntimeOptions FromOptions(const Options& options);
-};
-
 // An immutable pipeline definition: a node of the dataset graph plus its inputs.
 class Dataset {
  public:
   Dataset();  // an invalid dataset (status: FailedPrecondition)
-  explicit Dataset(std::shared_ptr<const DatasetNode> node);
   Dataset(Status error);  // NOLINT: a dataset carrying a construction error
 
   // Builds any registered op by name; all the methods below go through this.
@@ -297,7 +109,7 @@ class Dataset {
   // ---- Transformations ----
   Dataset Map(Function fn) const;
   // Parallel map: up to num_parallel_calls (or kAutotune) calls of fn at once on the
-  // pipeline's pool. deterministic (default: RuntimeOptions::deterministic) keeps the input
+  // pipeline's pool. deterministic (default: Options::deterministic) keeps the input
   // order; otherwise elements come out as they are ready, within a bounded buffer.
   Dataset Map(Function fn, int64_t num_parallel_calls,
               std::optional<bool> deterministic = {}) const;
@@ -383,24 +195,21 @@ class Dataset {
   // kInfiniteCardinality, kUnknownCardinality, or the number of elements.
   int64_t Cardinality() const;
   const ElementSpec& element_spec() const;
-  const std::shared_ptr<const DatasetNode>& node() const { return node_; }
 
-  // An iterator under this dataset's options(): the static rewrites they enable run first
-  // (src/optimizer/), then AUTOTUNE knobs are tuned online within the budgets. The rewrite
-  // runs once per Dataset value (copies share it): every iterator of this dataset runs the
-  // same optimized graph, so state its nodes hold (a memory cache) carries across epochs.
-  Result<std::unique_ptr<Iterator>> MakeIterator() const;
+  // An iterator under this dataset's options() with `extra` merged over them (fields set
+  // in `extra` win; Options::Merge): the static rewrites they enable run first
+  // (src/optimizer/), then AUTOTUNE knobs are tuned online within the budgets. When
+  // `extra` sets no optimization field, the rewrite runs once per Dataset value (copies
+  // share it): every iterator of this dataset runs the same optimized graph, so state its
+  // nodes hold (a memory cache) carries across epochs. Otherwise the graph is rewritten
+  // for this iterator alone.
+  Result<std::unique_ptr<Iterator>> MakeIterator(const Options& extra = {}) const;
   // One line per rewrite pass the first MakeIterator() ran (or runs now): the pass, its
-  // changes and time, or "disabled" (OptimizeReport::Lines).
+  // changes and time, or "disabled".
   Result<std::vector<std::string>> OptimizationReport() const;
-  // An iterator over the graph exactly as built (no static rewrites) with explicit
-  // runtime settings; the dataset's options are ignored, except Options::files when
-  // `options.files` sets nothing (confinement is never dropped). Tests and benchmarks of
-  // single ops.
-  Result<std::unique_ptr<Iterator>> MakeIterator(const RuntimeOptions& options) const;
 
   // ---- Split providers (docs/runtime.md, src/runtime/split_provider.h) ----
-  // As the MakeIterator overloads above, but the pipeline's splittable source takes its
+  // As MakeIterator above, but the pipeline's splittable source takes its
   // work from `provider` (null: reads everything), which several iterators may share:
   // together they produce each split's elements once. InvalidArgument unless the graph's
   // inputs lead to exactly one source and it is splittable, with no Repeat,
@@ -411,16 +220,17 @@ class Dataset {
   Result<std::unique_ptr<Iterator>> MakeIterator(
       std::shared_ptr<SplitProvider> provider) const;
   Result<std::unique_ptr<Iterator>> MakeIterator(
-      const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) const;
+      const Options& extra, std::shared_ptr<SplitProvider> provider) const;
   // A new local provider over the single splittable source's splits: its files
   // (ListSplitProvider) for record-file sources, else IndexSplitProvider(its row count).
   // InvalidArgument (as above) when the graph has no or several sources.
   Result<std::shared_ptr<SplitProvider>> MakeSplitProvider() const;
 
  private:
-  static Result<std::unique_ptr<Iterator>> MakeIteratorOver(
-      const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
-      const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider = nullptr);
+  // The node and the internals below are reached through internal::DatasetAccess
+  // (src/graph/dataset_access.h).
+  friend struct internal::DatasetAccess;
+  explicit Dataset(std::shared_ptr<const DatasetNode> node);
 
   std::shared_ptr<const DatasetNode> node_;
   std::shared_ptr<const Status> error_;
@@ -430,58 +240,6 @@ class Dataset {
   struct OptimizedGraph;
   Result<std::shared_ptr<const OptimizedGraph>> Optimized() const;
   std::shared_ptr<OptimizedGraph> optimized_;
-};
-
-class Runtime;
-class Autotuner;
-
-// A stateful cursor over a Dataset. One thread calls GetNext/Save/Restore at a time;
-// Cancel, Stats and Snapshot may be called from any thread.
-//
-// Destroying an iterator cancels it: its background threads stop within milliseconds (a
-// user function already running is waited for) and are joined. If another thread is
-// blocked in GetNext, it returns Cancelled and the destructor waits for it to leave.
-class Iterator {
- public:
-  ~Iterator();
-  // The next element, std::nullopt at the end (and on every call after), or an error.
-  // After an error the iterator can go on (the failed element is lost); ops that cannot
-  // continue keep returning the error.
-  Result<std::optional<Element>> GetNext();
-  // A compact binary checkpoint of the position (see docs/checkpointing.md).
-  Result<std::string> Save();
-  // Restores a checkpoint taken from an iterator of the same dataset. Call on a fresh
-  // iterator; continuing yields what the saved iterator would have yielded.
-  Status Restore(std::string_view checkpoint);
-  const ElementSpec& element_spec() const;
-  // Stops all work: pending and later GetNext calls return Cancelled. Thread-safe.
-  void Cancel();
-  // Stats of every live iterator in the tree, root first.
-  std::vector<IteratorStats> Stats() const;
-  // The stats tree plus pipeline-wide figures. Thread-safe.
-  PipelineStats Snapshot() const;
-  // The current values of the knobs the autotuner owns (AUTOTUNE parallelism and buffer
-  // sizes), in tree order. Empty when nothing is tuned. Thread-safe.
-  std::vector<TunedParameter> TunedParameters() const;
-  // The graph this iterator runs (after static rewrites).
-  const std::shared_ptr<const DatasetNode>& dataset() const { return dataset_; }
-
- private:
-  friend class Dataset;
-  Iterator(std::shared_ptr<const DatasetNode> dataset, std::shared_ptr<Runtime> runtime,
-           IteratorPtr root, int64_t instance, std::shared_ptr<SplitProvider> splits);
-  std::shared_ptr<const DatasetNode> dataset_;
-  std::shared_ptr<Runtime> runtime_;
-  // This iterator's SplitConsumer of the shared provider; null without one.
-  std::shared_ptr<SplitProvider> splits_;
-  IteratorPtr root_;
-  // Tunes the runtime's AUTOTUNE knobs on a background thread; null when off. Declared
-  // after root_ so that it stops before the tree goes.
-  std::unique_ptr<Autotuner> autotuner_;
-  int64_t instance_;
-  int64_t created_ns_;
-  // Calls in progress, so the destructor can wait for a GetNext on another thread.
-  std::unique_ptr<struct IteratorCalls> calls_;
 };
 
 }  // namespace sluice

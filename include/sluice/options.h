@@ -6,7 +6,9 @@
 //   Dataset ds = Dataset::TFRecord(files).Map(parse).Batch(128).WithOptions(o);
 //   auto it = ds.MakeIterator();                   // rewrites, then tunes online
 //
-// Every field is optional: an unset field takes the default below. WithOptions merges
+// Every field is optional: an unset field takes the default below. These are all the
+// settings a pipeline has: Dataset::WithOptions attaches them, and
+// Dataset::MakeIterator(extra) merges `extra` over them for one iterator. WithOptions merges
 // (fields set in the argument win), and a transformation carries the options of its inputs
 // (merged left to right for zip/concatenate), so options set anywhere upstream reach the
 // iterator, as in tf.data.
@@ -23,6 +25,9 @@
 #include <vector>
 
 namespace sluice {
+
+class Env;           // the file-system seam (src/core/env.h; docs/files.md)
+class SpanRecorder;  // the profiler's span hook (src/runtime/span.h)
 
 // Online tuning of AUTOTUNE parallelism and buffer sizes (src/autotune/).
 struct AutotuneOptions {
@@ -92,6 +97,18 @@ struct Options {
   FileOptions files;
   // Run function calls on the operators' own threads instead of a pool (tests, debugging).
   std::optional<bool> inline_execution;
+
+  // Hooks into one run of the pipeline. Neither is owned: each must outlive every
+  // iterator made with it. Neither is serialized (a deserialized dataset has them null),
+  // and Merge takes the other's when it is non-null.
+  //   span_recorder: receives a span for every GetNext of every iterator of the pipeline
+  //     (the profiler's hook). Null: nothing is recorded; the hook costs one branch per
+  //     call.
+  //   env: the file system the pipeline reads and writes through (tests inject faults
+  //     with it). Null: the POSIX default. When `files` confines the pipeline, this Env
+  //     is wrapped in a confined one.
+  SpanRecorder* span_recorder = nullptr;
+  Env* env = nullptr;
 
   // These options with every field set in `other` overriding (pass toggles merge by name).
   Options Merge(const Options& other) const;

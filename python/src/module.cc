@@ -27,6 +27,8 @@
 #include <mutex>
 #include <thread>
 
+#include "api/builtins.h"
+#include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "sluice/dataset.h"
 #include "sluice/io.h"
@@ -1042,8 +1044,8 @@ PYBIND11_MODULE(_sluice, m) {
     return Unwrap(Function::Kernel(name, AttrsFromPython(attrs)));
   }, py::arg("name"), py::arg("attrs") = py::dict(),
         "A registered kernel by name with attributes (see docs/kernels.md).");
-  m.def("kernel_names", [] { return Registry::Global().KernelNames(); });
-  m.def("op_names", [] { return Registry::Global().OpNames(); });
+  m.def("kernel_names", [] { return BuiltinRegistry().KernelNames(); });
+  m.def("op_names", [] { return BuiltinRegistry().OpNames(); });
   m.def("py_map_function", &PyMapFunction);
   m.def("py_predicate", &PyPredicate);
   m.def("py_dataset_function", &PyDatasetFunction);
@@ -1173,12 +1175,13 @@ PYBIND11_MODULE(_sluice, m) {
       .def("make_iterator_with", [](const Dataset& d, int mode, int64_t cpu_budget,
                                     int64_t ram_budget, bool autotune, bool inline_execution) {
         Check(d.status());
-        RuntimeOptions o;
-        o.cpu_budget = cpu_budget;
-        o.ram_budget = ram_budget;
-        o.autotune = autotune;
+        Options o;
+        o.autotune.cpu_budget = cpu_budget;
+        o.autotune.ram_budget = ram_budget;
+        o.autotune.enabled = autotune;
         o.inline_execution = inline_execution;
-        Result<std::unique_ptr<Iterator>> it = NoGil([&] { return d.MakeIterator(o); });
+        Result<std::unique_ptr<Iterator>> it =
+            NoGil([&] { return MakeIteratorAsBuilt(d, o); });
         return std::make_unique<PyIterator>(Unwrap(std::move(it)), static_cast<OutMode>(mode));
       }, "An iterator over the graph as built (no rewrites) with explicit runtime settings.")
       .def("collect", [](const Dataset& d) {

@@ -8,7 +8,7 @@
 //   SLUICE_ASSIGN_OR_RETURN(size_t n, f->Read(0, buf, sizeof(buf)));
 //
 // Which Env an operator uses: iterators take the pipeline's (Runtime::env(), set from
-// RuntimeOptions::env and Options::files, default Env::Default()); ops that touch files
+// Options::env and Options::files, default Env::Default()); ops that touch files
 // while the dataset is being built (ListFiles globs, ImageFolder walks, Idx reads its
 // header, vocabularies load) take BuildEnv(): the Env a ScopedBuildEnv installed on this
 // thread (LoadPipelineSpec / DeserializeDataset install the confined Env of the spec's

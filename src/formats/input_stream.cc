@@ -26,6 +26,23 @@ int WindowBits(Compression c) { return c == Compression::kGzip ? 15 + 16 : 15; }
 
 }  // namespace
 
+Result<Compression> CompressionFromName(std::string_view name) {
+  if (name.empty() || name == "NONE") return Compression::kNone;
+  if (name == "GZIP") return Compression::kGzip;
+  if (name == "ZLIB") return Compression::kZlib;
+  return InvalidArgumentError("unknown compression '" + std::string(name) +
+                              "' (expected \"\", NONE, GZIP or ZLIB)");
+}
+
+std::string_view CompressionName(Compression c) {
+  switch (c) {
+    case Compression::kNone: return "";
+    case Compression::kGzip: return "GZIP";
+    case Compression::kZlib: return "ZLIB";
+  }
+  return "";
+}
+
 // ---- Sources: where the (possibly compressed) bytes come from ----
 
 class InputStream::Source {

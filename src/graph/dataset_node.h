@@ -27,6 +27,14 @@ struct IteratorContext;
 
 using DatasetPtr = std::shared_ptr<const DatasetNode>;
 
+// Owns an iterator of the tree. Deleting one first unlinks it from its parent in the
+// iterator tree, so a concurrent Cancel or stats snapshot never reaches a half-destroyed
+// iterator (src/runtime/iterator_base.cc).
+struct IteratorDeleter {
+  void operator()(IteratorBase* it) const;
+};
+using IteratorPtr = std::unique_ptr<IteratorBase, IteratorDeleter>;
+
 // What an op is built from.
 struct OpArgs {
   AttrMap attrs;

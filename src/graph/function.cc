@@ -1,3 +1,4 @@
+#include "graph/function_internal.h"
 #include "graph/registry.h"
 #include "runtime/exception_status.h"
 #include "sluice/dataset.h"
@@ -48,14 +49,11 @@ Function Function::DatasetFunction(std::string name, Function::DatasetFn fn, Tra
   return f;
 }
 
-Result<Function> Function::Kernel(std::string_view name, AttrMap attrs) {
-  return Registry::Global().CreateKernel(name, attrs);
-}
-
-Function Function::MakeKernel(std::string name, AttrMap attrs, ElementFn fn, Traits traits,
-                              SpecFn spec, PredicateFn pred, Function::DatasetFn dfn) {
+Function internal::FunctionAccess::MakeKernel(
+    std::string name, AttrMap attrs, Function::ElementFn fn, FunctionTraits traits,
+    Function::SpecFn spec, Function::PredicateFn pred, Function::DatasetFn dfn) {
   Function f;
-  auto impl = std::make_shared<Impl>();
+  auto impl = std::make_shared<Function::Impl>();
   impl->name = std::move(name);
   impl->attrs = std::move(attrs);
   impl->kernel = true;
@@ -77,21 +75,24 @@ FunctionTraits FusedTraits(const FunctionTraits& a, const FunctionTraits& b) {
 }
 }  // namespace
 
-Result<Tensor> FunctionContext::NewOutput(size_t component, DType dtype, const Shape& shape) {
-  if (component < slots_.size() && component < 64 && (taken_ >> component & 1) == 0) {
-    const Tensor& slot = slots_[component];
+Result<Tensor> internal::FunctionContextAccess::NewOutput(FunctionContext& ctx,
+                                                          size_t component, DType dtype,
+                                                          const Shape& shape) {
+  if (component < ctx.slots_.size() && component < 64 &&
+      (ctx.taken_ >> component & 1) == 0) {
+    const Tensor& slot = ctx.slots_[component];
     if (slot.dtype() == dtype && slot.shape() == shape && dtype != DType::kString) {
-      taken_ |= uint64_t{1} << component;
+      ctx.taken_ |= uint64_t{1} << component;
       return slot;  // a view of the caller's buffer
     }
   }
   return Tensor::Allocate(dtype, shape);
 }
 
-Function Function::Compose(const Function& first, uint64_t first_seed, const Function& second,
-                           uint64_t second_seed) {
+Function internal::FunctionAccess::Compose(const Function& first, uint64_t first_seed,
+                                           const Function& second, uint64_t second_seed) {
   if (!first.valid() || !second.valid()) return Function();
-  SpecFn spec;
+  Function::SpecFn spec;
   if (first.impl_->spec || second.impl_->spec) {
     // What the two ops declared: an undeclared stage yields an unknown spec.
     spec = [first, second](const ElementSpec& in) -> Result<ElementSpec> {
@@ -103,7 +104,7 @@ Function Function::Compose(const Function& first, uint64_t first_seed, const Fun
       return ElementSpec::Unknown();
     };
   }
-  return Map(
+  return Function::Map(
       first.name() + "+" + second.name(),
       [first, second, first_seed, second_seed](Element&& e,
                                                FunctionContext& ctx) -> Result<Element> {
@@ -112,17 +113,18 @@ Function Function::Compose(const Function& first, uint64_t first_seed, const Fun
         SLUICE_RETURN_IF_ERROR(first.Apply(&e, c1));
         FunctionContext c2(second_seed, ctx.position());
         c2.set_env(ctx.env());
-        c2.OfferOutputSlots(ctx.output_slots());  // the last stage's output is the result
+        OfferOutputSlots(c2, OutputSlots(ctx));  // the last stage's output is the result
         SLUICE_RETURN_IF_ERROR(second.Apply(&e, c2));
         return std::move(e);
       },
       FusedTraits(first.traits(), second.traits()), std::move(spec));
 }
 
-Function Function::Conjunction(const Function& first, uint64_t first_seed,
-                               const Function& second, uint64_t second_seed) {
+Function internal::FunctionAccess::Conjunction(const Function& first, uint64_t first_seed,
+                                               const Function& second,
+                                               uint64_t second_seed) {
   if (!first.valid() || !second.valid()) return Function();
-  return Predicate(
+  return Function::Predicate(
       first.name() + "+" + second.name(),
       [first, second, first_seed, second_seed](const Element& e,
                                                FunctionContext& ctx) -> Result<bool> {

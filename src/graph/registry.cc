@@ -1,20 +1,25 @@
 #include "graph/registry.h"
 
 #include <cstdio>
+#include <mutex>
 
 namespace sluice {
 
 Registry& Registry::Global() {
-  static Registry* registry = [] {
-    auto* r = new Registry();
-    RegisterBuiltins(r);
-    if (!r->status().ok()) {
-      std::fprintf(stderr, "sluice: registering the builtin ops failed: %s\n",
-                   r->status().ToString().c_str());
-    }
-    return r;
-  }();
+  static Registry* registry = new Registry();
   return *registry;
+}
+
+void Registry::InstallGlobal(void (*fill)(Registry*)) {
+  static std::once_flag once;
+  std::call_once(once, [fill] {
+    Registry& r = Global();
+    fill(&r);
+    if (!r.status().ok()) {
+      std::fprintf(stderr, "sluice: registering the builtin ops failed: %s\n",
+                   r.status().ToString().c_str());
+    }
+  });
 }
 
 void Registry::RegisterOp(OpDef def, OpFactory factory) {

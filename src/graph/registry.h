@@ -8,13 +8,17 @@
 // only declared attributes of the declared types, the declared number of inputs and
 // functions of the declared kinds.
 //
+// The framework cannot name the ops layer above it, so the global registry starts empty and
+// the API layer fills it: InstallGlobal(RegisterBuiltins) runs once, from every public
+// entry point that builds a node (src/api/builtins.h), before the first node exists.
+//
 // Registering a name twice (or an op and a kernel under one name) is an error at startup:
-// the registry keeps the first error in status(), Global() reports it on stderr, and every
+// the registry keeps the first error in status(), InstallGlobal reports it on stderr, and every
 // later CreateOp/CreateKernel returns it, so a duplicate builtin breaks every pipeline
 // (and the registry test) instead of silently keeping one of the two.
 //
-// Thread-safety: Global() registers the builtins exactly once; lookups are thread-safe
-// after that. Registering while others look up is not supported.
+// Thread-safety: InstallGlobal() registers the builtins exactly once; lookups are
+// thread-safe after that. Registering while others look up is not supported.
 #ifndef SLUICE_GRAPH_REGISTRY_H_
 #define SLUICE_GRAPH_REGISTRY_H_
 
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "graph/dataset_node.h"
+#include "graph/function_internal.h"
 #include "graph/op_def.h"
 #include "sluice/dataset.h"
 
@@ -35,8 +40,13 @@ using KernelFactory = std::function<Result<Function>(const AttrMap& attrs)>;
 
 class Registry {
  public:
-  // The process-wide registry with all builtins registered.
+  // The process-wide registry: the builtins are in it once InstallGlobal has run (every
+  // public entry point that builds a node runs it first, so code that holds a node can
+  // rely on them).
   static Registry& Global();
+  // Runs `fill` on the global registry the first time it is called; later calls return
+  // at once (after the first has finished). A registration error is reported on stderr.
+  static void InstallGlobal(void (*fill)(Registry*));
 
   // A taken name (AlreadyExists) or an empty one is remembered in status().
   void RegisterOp(OpDef def, OpFactory factory);
@@ -69,9 +79,6 @@ class Registry {
   std::map<std::string, KernelEntry, std::less<>> kernels_;
   Status status_;
 };
-
-// Registers every builtin op and kernel (src/ops/builtins.cc).
-void RegisterBuiltins(Registry* registry);
 
 // The definition of a node's op in the global registry, or null for an op that is not
 // registered there (only tests register private ops).

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/mutex.h"
+#include "graph/function_internal.h"
 #include "ops/op_util.h"
 
 namespace sluice {
@@ -115,7 +116,7 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
       fctx.set_env(env_);
       if (!slots.empty()) {
         for (size_t c = 0; c < out.size(); ++c) slots[c] = out[c].SubTensor(r);
-        fctx.OfferOutputSlots(slots);
+        OfferOutputSlots(fctx, slots);
       }
       const ElementSource source(row);
       Status s = fn_.Apply(&row, fctx);

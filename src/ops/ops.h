@@ -8,6 +8,10 @@
 
 namespace sluice {
 
+// Registers every builtin op and kernel (src/ops/builtins.cc). The API layer installs it in
+// the global registry (Registry::InstallGlobal, src/api/builtins.h).
+void RegisterBuiltins(Registry* registry);
+
 // Sources (src/ops/sources/).
 void RegisterRangeDataset(Registry* r);
 void RegisterFromTensorsDataset(Registry* r);  // FromTensors and FromTensorSlices

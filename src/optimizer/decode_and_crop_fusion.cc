@@ -19,6 +19,7 @@
 // Differences on bad input only: data outside the window is not decoded, so corruption
 // there goes unnoticed, and decode_jpeg given PNG bytes fails where the fused kernel
 // decodes them.
+#include "graph/registry.h"
 #include "optimizer/pass.h"
 
 namespace sluice {
@@ -86,7 +87,7 @@ Function FusedKernel(const Function& d, const Function& c) {
                 {"dct_method", AttrOr<std::string>(da, "dct_method", "INTEGER_ACCURATE")},
                 {"dct_scaling", false},
                 {"component", component}};
-  auto fused = Function::Kernel("decode_and_random_crop", std::move(attrs));
+  auto fused = Registry::Global().CreateKernel("decode_and_random_crop", std::move(attrs));
   return fused.ok() ? *fused : Function();
 }
 

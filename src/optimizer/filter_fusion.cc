@@ -7,6 +7,7 @@
 // fused predicate it is the index in p's input. So the rewrite applies only when q is not
 // random (functions that read ctx.position() for other purposes must be marked stateful),
 // and not when either predicate is stateful or the first filter feeds another consumer.
+#include "graph/function_internal.h"
 #include "optimizer/pass.h"
 
 namespace sluice {
@@ -25,8 +26,8 @@ std::unique_ptr<OptimizerPass> MakeFilterFusionPass() {
         std::optional<AttrMap> attrs = FusedAttrs(*first, *n, parallel);
         if (!attrs) return DatasetPtr();
         Function fused =
-            Function::Conjunction(p, static_cast<uint64_t>(IntAttr(*first, "seed", 0)), q,
-                                  static_cast<uint64_t>(IntAttr(*n, "seed", 0)));
+            ConjoinFunctions(p, static_cast<uint64_t>(IntAttr(*first, "seed", 0)), q,
+                             static_cast<uint64_t>(IntAttr(*n, "seed", 0)));
         return RewriteContext::Make(n->op(), std::move(*attrs), {first->input(0)},
                                     {std::move(fused)});
       });

@@ -12,6 +12,7 @@
 // map_and_batch_fusion makes of Map(f).Map(g).Batch(n), with the same one difference on
 // errors (see there): a failing f call now fails its whole batch, like a failing g call,
 // where before it dropped only the rows before it.
+#include "graph/function_internal.h"
 #include "optimizer/pass.h"
 
 namespace sluice {
@@ -37,8 +38,8 @@ std::unique_ptr<OptimizerPass> MakeMapFusionPass() {
           (*attrs)["drop_remainder"] = BoolAttr(*n, "drop_remainder", false);
         }
         Function fused =
-            Function::Compose(f, static_cast<uint64_t>(IntAttr(*first, "seed", 0)), g,
-                              static_cast<uint64_t>(IntAttr(*n, "seed", 0)));
+            ComposeFunctions(f, static_cast<uint64_t>(IntAttr(*first, "seed", 0)), g,
+                             static_cast<uint64_t>(IntAttr(*n, "seed", 0)));
         return RewriteContext::Make(n->op(), std::move(*attrs), {first->input(0)},
                                     {std::move(fused)});
       });

@@ -11,10 +11,11 @@
 #include <memory>
 #include <mutex>
 
-#include "graph/dataset_node.h"
 #include "core/env.h"
+#include "graph/dataset_node.h"
 #include "runtime/executor.h"
 #include "runtime/memory_budget.h"
+#include "runtime/runtime_options.h"
 #include "runtime/tunable.h"
 #include "sluice/dataset.h"
 
@@ -26,6 +27,9 @@ class Runtime {
   // AvailableMemory(), -1: unlimited; initial_parallelism 0: the CPU
   // budget; an explicit one is clamped to [1, cpu_budget]).
   explicit Runtime(const RuntimeOptions& options);
+  // The same from the user's Options (RuntimeOptions::FromOptions).
+  explicit Runtime(const Options& options)
+      : Runtime(RuntimeOptions::FromOptions(options)) {}
   ~Runtime();
 
   // The options with defaults resolved.

@@ -1,7 +1,7 @@
 // The per-element span hook of the stats plane: when a SpanRecorder is attached to a
-// pipeline (RuntimeOptions::span_recorder), every iterator of its tree reports each GetNext
-// call as a Span on the thread that made the call. With no recorder attached the hook costs
-// one predictable branch per GetNext: nothing is timed or recorded. The profiler
+// pipeline (Options::span_recorder), every iterator of its tree reports each GetNext
+// call as a Span on the thread that made the call. With no recorder attached the hook
+// costs one predictable branch per GetNext: nothing is timed or recorded. The profiler
 // (src/profiler/) implements recorders; tests use counting ones.
 //
 // Thread-safety: Record is called concurrently from every thread that drives an iterator

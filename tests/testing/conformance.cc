@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/dataset_internal.h"
+
 namespace sluice::testing {
 namespace {
 
@@ -67,7 +69,7 @@ void CheckDataset(const Dataset& ds, const std::vector<Element>& expected,
   const int64_t n = static_cast<int64_t>(expected.size());
 
   // 1. The sequence, then a sticky end.
-  auto it_or = ds.MakeIterator(opts.runtime);
+  auto it_or = MakeIteratorAsBuilt(ds, opts.runtime);
   ASSERT_TRUE(it_or.ok()) << it_or.status();
   std::unique_ptr<Iterator> it = std::move(it_or).value();
   Status err;
@@ -104,7 +106,7 @@ void CheckDataset(const Dataset& ds, const std::vector<Element>& expected,
   // 4. Save at every position, restore into a fresh iterator, compare with continuing.
   for (int64_t k = 0; k <= n; k += std::max<int64_t>(1, opts.save_restore_stride)) {
     SCOPED_TRACE("save/restore at position " + std::to_string(k));
-    auto a = ds.MakeIterator(opts.runtime);
+    auto a = MakeIteratorAsBuilt(ds, opts.runtime);
     ASSERT_TRUE(a.ok()) << a.status();
     std::vector<Element> prefix = Read(a->get(), k, &err);
     ASSERT_TRUE(err.ok()) << err;
@@ -113,7 +115,7 @@ void CheckDataset(const Dataset& ds, const std::vector<Element>& expected,
     std::vector<Element> rest_a = Read(a->get(), -1, &err);
     ASSERT_TRUE(err.ok()) << err;
 
-    auto b = ds.MakeIterator(opts.runtime);
+    auto b = MakeIteratorAsBuilt(ds, opts.runtime);
     ASSERT_TRUE(b.ok()) << b.status();
     Status rs = (*b)->Restore(*ckpt);
     ASSERT_TRUE(rs.ok()) << rs;
@@ -137,7 +139,7 @@ void CheckDataset(const Dataset& ds, const std::vector<Element>& expected,
       // A corrupted checkpoint is rejected, never crashes.
       std::string bad = *ckpt;
       bad[bad.size() / 2] ^= 0x5a;
-      auto c = ds.MakeIterator(opts.runtime);
+      auto c = MakeIteratorAsBuilt(ds, opts.runtime);
       ASSERT_TRUE(c.ok());
       EXPECT_FALSE((*c)->Restore(bad).ok());
       EXPECT_FALSE((*c)->Restore(bad.substr(0, bad.size() / 3)).ok());

@@ -28,7 +28,7 @@ struct ConformanceOptions {
   bool check_save_restore = true;
   int64_t save_restore_stride = 1;
   // How every iterator of the check runs (pool size, inline execution, budgets).
-  RuntimeOptions runtime;
+  Options runtime;
 };
 
 void CheckDataset(const Dataset& ds, const std::vector<Element>& expected,

@@ -3,9 +3,9 @@
 //
 //   FaultEnv env;                                   // wraps Env::Default()
 //   env.Set(path, {.eio_after = 100});              // reads past byte 100 fail (EIO)
-//   RuntimeOptions o;
+//   Options o;
 //   o.env = &env;
-//   auto it = ds.MakeIterator(o);
+//   auto it = MakeIteratorAsBuilt(ds, o);
 //
 // A fault applies to the file whose path equals the key, else to every path that starts
 // with it (Cache temp files have generated names). Files without a fault pass through.
@@ -25,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "api/dataset_internal.h"
 #include "core/env.h"
 
 namespace sluice::testing {

@@ -163,7 +163,7 @@ void RegisterDecoder(Registry* r, const std::string& name, Codec codec,
       [name, codec](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(DecodeConfig c,
                              ReadDecodeConfig(attrs, name, codec != Codec::kPng));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          name, attrs,
          [c, codec](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(const std::string* data, EncodedInput(e, c));
@@ -288,12 +288,12 @@ std::pair<int, ImageWindow> ScaledWindow(const ImageWindow& w, int64_t height,
 }
 
 // The result is output component c.decode.component of the call `ctx` (its output slot
-// when offered, FunctionContext::NewOutput).
+// when offered, NewOutput in graph/function_internal.h).
 Result<Tensor> DecodeAndRandomCrop(const std::string& data, const RandomCropConfig& c,
                                    FunctionContext& ctx) {
   const int64_t ch = c.decode.channels;
-  SLUICE_ASSIGN_OR_RETURN(
-      Tensor out, ctx.NewOutput(c.decode.component, DType::kUInt8, Shape{c.out_h, c.out_w, ch}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, NewOutput(ctx, c.decode.component, DType::kUInt8,
+                                                Shape{c.out_h, c.out_w, ch}));
   Rng& rng = ctx.rng();
   if (DetectImageFormat(data) == ImageFormat::kPng) {
     SLUICE_ASSIGN_OR_RETURN(ImageInfo info, ReadPngInfo(data));
@@ -342,7 +342,7 @@ void RegisterDecodeAndRandomCrop(Registry* r) {
           .Traits({.is_random = true, .skippable = true}),
       [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(RandomCropConfig c, ReadRandomCropConfig(attrs));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          kRandomCrop, attrs,
          [c](Element e, FunctionContext& ctx) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(const std::string* data, EncodedInput(e, c.decode));

@@ -224,11 +224,12 @@ Function::SpecFn ResizedSpec(std::string kernel, int64_t comp, int64_t out_h, in
 }
 
 // Resamples `window` of an image tensor (uint8 or float32) to [out_h, out_w, c].
-// Output component `comp` of the call `ctx` (FunctionContext::NewOutput).
+// Output component `comp` of the call `ctx` (NewOutput, graph/function_internal.h).
 Result<Tensor> ResizeImage(const Tensor& t, const Image& img, const ImageWindow& window,
                            int64_t out_h, int64_t out_w, bool antialias, FunctionContext& ctx,
                            int64_t comp) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, t.dtype(), Shape{out_h, out_w, img.c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out,
+                          NewOutput(ctx, comp, t.dtype(), Shape{out_h, out_w, img.c}));
   if (t.dtype() == DType::kUInt8) {
     ResizeBilinearU8(t.data<uint8_t>(), img.w * img.c, img.c, window,
                      out.mutable_data<uint8_t>(), out_h, out_w, antialias);
@@ -247,7 +248,7 @@ Result<Function> MakeResize(const AttrMap& attrs) {
   SLUICE_ASSIGN_OR_RETURN(bool antialias, GetAttrOr<bool>(attrs, kName, "antialias", true));
   SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
   const int64_t oh = size.first, ow = size.second;
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kName), attrs,
       [comp, oh, ow, antialias](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kU8OrF32));
@@ -288,9 +289,10 @@ Result<Function> MakeRandomResizedCrop(const AttrMap& attrs) {
   }
   const int64_t oh = size.first, ow = size.second;
   const std::array<double, 2> sc{scale[0], scale[1]}, ra{ratio[0], ratio[1]};
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kName), attrs,
-      [comp, oh, ow, antialias, sc, ra](Element e, FunctionContext& ctx) -> Result<Element> {
+      [comp, oh, ow, antialias, sc, ra](Element e,
+                                        FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kU8OrF32));
         const ImageWindow window = SampleRandomResizedCrop(img.h, img.w, sc, ra, ctx.rng());
         SLUICE_ASSIGN_OR_RETURN(Tensor out,
@@ -313,7 +315,8 @@ Result<Tensor> CenterCrop(const Tensor& t, const Image& img, int64_t ch, int64_t
   };
   const int64_t y0 = origin(img.h, ch), x0 = origin(img.w, cw);
   const int64_t px = img.c * static_cast<int64_t>(DTypeSize(t.dtype()));
-  SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, t.dtype(), Shape{ch, cw, img.c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out,
+                          NewOutput(ctx, comp, t.dtype(), Shape{ch, cw, img.c}));
   const bool padded = ch > img.h || cw > img.w;
   uint8_t* dst = out.mutable_data<uint8_t>();
   if (padded) std::memset(dst, 0, out.nbytes());
@@ -333,7 +336,7 @@ Result<Function> MakeCenterCrop(const AttrMap& attrs) {
   SLUICE_ASSIGN_OR_RETURN(auto size, SizeAttr(attrs, kName));
   SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
   const int64_t ch = size.first, cw = size.second;
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kName), attrs,
       [comp, ch, cw](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kAnyNumeric));
@@ -348,7 +351,7 @@ Result<Function> MakeCenterCrop(const AttrMap& attrs) {
 // ---- flips ----
 
 Result<Tensor> Flip(const Tensor& t, const Image& img, FunctionContext& ctx, int64_t comp) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, t.dtype(), t.shape()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, NewOutput(ctx, comp, t.dtype(), t.shape()));
   FlipLeftRight(t.data<uint8_t>(), out.mutable_data<uint8_t>(), img.h, img.w,
                 img.c * static_cast<int64_t>(DTypeSize(t.dtype())));
   return out;
@@ -364,7 +367,7 @@ Function::SpecFn SameSpec(std::string kernel, int64_t comp) {
 Result<Function> MakeFlipLeftRight(const AttrMap& attrs) {
   static constexpr std::string_view kName = "flip_left_right";
   SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kName), attrs,
       [comp](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kAnyNumeric));
@@ -384,7 +387,7 @@ Result<Function> MakeRandomFlipLeftRight(const AttrMap& attrs) {
                                 ": attribute 'probability' must be in [0, 1], got " +
                                 std::to_string(p));
   }
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kName), attrs,
       [comp, p](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, comp, kName, kAnyNumeric));
@@ -463,7 +466,7 @@ Result<Function> MakeNormalize(const AttrMap& attrs) {
     }
     return Status::OK();
   };
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kName), attrs,
       [cfg, check_channels](Element e, FunctionContext& ctx) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(Image img, CheckImage(e, cfg.comp, kName, kU8OrF32));
@@ -475,7 +478,8 @@ Result<Function> MakeNormalize(const AttrMap& attrs) {
         }
         const Tensor& t = e[cfg.comp];
         const Shape shape = cfg.chw ? Shape{img.c, img.h, img.w} : Shape{img.h, img.w, img.c};
-        SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(cfg.comp, DType::kFloat32, shape));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out,
+                                NewOutput(ctx, cfg.comp, DType::kFloat32, shape));
         if (t.dtype() == DType::kUInt8) {
           NormalizeU8(t.data<uint8_t>(), img.h * img.w, img.c, cfg.scale.value_or(1.0f / 255.0f),
                       mean, inv, cfg.chw, out.mutable_data<float>());
@@ -492,7 +496,8 @@ Result<Function> MakeNormalize(const AttrMap& attrs) {
                                 CheckImageSpec(in, cfg.comp, kName, kU8OrF32));
         if (s == nullptr) return in;
         const int64_t h = KnownDim(*s, 0), w = KnownDim(*s, 1), c = KnownDim(*s, 2);
-        if (c != PartialShape::kUnknownDim) SLUICE_RETURN_IF_ERROR(check_channels(cfg, c));
+        if (c != PartialShape::kUnknownDim)
+          SLUICE_RETURN_IF_ERROR(check_channels(cfg, c));
         PartialShape shape = !s->shape.rank_known() ? PartialShape::UnknownRank()
                              : cfg.chw              ? PartialShape{c, h, w}
                                                     : PartialShape{h, w, c};
@@ -537,7 +542,7 @@ Result<Function> MakeToFloat(const AttrMap& attrs) {
       DType::kUInt8,   DType::kInt8,     DType::kInt16,   DType::kInt32,  DType::kInt64,
       DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
   static constexpr DTypes kTypes(kTypeArray);
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kName), attrs,
       [comp, scale](Element e, FunctionContext& ctx) -> Result<Element> {
         if (static_cast<size_t>(comp) >= e.size()) {
@@ -552,7 +557,8 @@ Result<Function> MakeToFloat(const AttrMap& attrs) {
                                       std::string(DTypeName(t.dtype())));
         }
         if (t.dtype() == DType::kFloat32 && (!scale || *scale == 1.0f)) return e;
-        SLUICE_ASSIGN_OR_RETURN(Tensor out, ctx.NewOutput(comp, DType::kFloat32, t.shape()));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out,
+                                NewOutput(ctx, comp, DType::kFloat32, t.shape()));
         float* o = out.mutable_data<float>();
         const int64_t n = t.num_elements();
         switch (t.dtype()) {
@@ -565,15 +571,32 @@ Result<Function> MakeToFloat(const AttrMap& attrs) {
             for (int64_t i = 0; i < n; ++i) o[i] = lut[in[i]];
             break;
           }
-          case DType::kInt8: ScaleToFloat(t.data<int8_t>(), n, scale, o); break;
-          case DType::kInt16: ScaleToFloat(t.data<int16_t>(), n, scale, o); break;
-          case DType::kInt32: ScaleToFloat(t.data<int32_t>(), n, scale, o); break;
-          case DType::kInt64: ScaleToFloat(t.data<int64_t>(), n, scale, o); break;
-          case DType::kFloat16: ScaleToFloat(t.data<Half>(), n, scale, o); break;
-          case DType::kBFloat16: ScaleToFloat(t.data<BFloat16>(), n, scale, o); break;
-          case DType::kFloat32: ScaleToFloat(t.data<float>(), n, scale, o); break;
-          case DType::kFloat64: ScaleToFloat(t.data<double>(), n, scale, o); break;
-          default: break;
+          case DType::kInt8:
+            ScaleToFloat(t.data<int8_t>(), n, scale, o);
+            break;
+          case DType::kInt16:
+            ScaleToFloat(t.data<int16_t>(), n, scale, o);
+            break;
+          case DType::kInt32:
+            ScaleToFloat(t.data<int32_t>(), n, scale, o);
+            break;
+          case DType::kInt64:
+            ScaleToFloat(t.data<int64_t>(), n, scale, o);
+            break;
+          case DType::kFloat16:
+            ScaleToFloat(t.data<Half>(), n, scale, o);
+            break;
+          case DType::kBFloat16:
+            ScaleToFloat(t.data<BFloat16>(), n, scale, o);
+            break;
+          case DType::kFloat32:
+            ScaleToFloat(t.data<float>(), n, scale, o);
+            break;
+          case DType::kFloat64:
+            ScaleToFloat(t.data<double>(), n, scale, o);
+            break;
+          default:
+            break;
         }
         e[comp] = std::move(out);
         return e;

@@ -66,14 +66,15 @@ Result<Tensor> CastTensor(const Tensor& in, DType to) {
 void RegisterBasicKernels(Registry* r) {
   r->RegisterKernel(
       KernelDef("identity")
-              .Summary("Returns its element unchanged.")
-              .Traits({.skippable = true, .cheap = true}),
+          .Summary("Returns its element unchanged.")
+          .Traits({.skippable = true, .cheap = true}),
       [](const AttrMap& attrs) -> Result<Function> {
-     return Function::MakeKernel(
-         "identity", attrs, [](Element e, FunctionContext&) -> Result<Element> { return e; },
-         {.is_random = false, .skippable = true, .cheap = true},
-         [](const ElementSpec& in) -> Result<ElementSpec> { return in; });
-   });
+        return MakeKernelFunction(
+            "identity", attrs,
+            [](Element e, FunctionContext&) -> Result<Element> { return e; },
+            {.is_random = false, .skippable = true, .cheap = true},
+            [](const ElementSpec& in) -> Result<ElementSpec> { return in; });
+      });
 
   // select(indices=[...]): keeps the listed components in that order.
   r->RegisterKernel(
@@ -92,7 +93,7 @@ void RegisterBasicKernels(Registry* r) {
        }
        return Status::OK();
      };
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "select", attrs,
          [idx, check](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_RETURN_IF_ERROR(check(e.size()));
@@ -137,7 +138,7 @@ void RegisterBasicKernels(Registry* r) {
        if (comps.empty()) return d != DType::kString;
        return std::find(comps.begin(), comps.end(), static_cast<int64_t>(i)) != comps.end();
      };
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "cast", attrs,
          [to, selected](Element e, FunctionContext&) -> Result<Element> {
            for (size_t i = 0; i < e.size(); ++i) {
@@ -166,7 +167,7 @@ void RegisterBasicKernels(Registry* r) {
               .Traits({.skippable = true}),
       [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, "read_file", "component", 0));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "read_file", attrs,
          [comp](Element e, FunctionContext& ctx) -> Result<Element> {
            if (comp < 0 || static_cast<size_t>(comp) >= e.size() ||

@@ -7,6 +7,7 @@
 //   window_batch(batch_size, drop_remainder=false): group_by_window's reduce function
 //     that batches the window.
 #include "graph/attr.h"
+#include "graph/dataset_access.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -41,12 +42,13 @@ void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::
      // Validates the op's attributes now, with a placeholder file name (sources open their
      // files when iterated, not when built).
      op_attrs["filenames"] = std::vector<std::string>{"<file>"};
-     Dataset probe = Dataset::FromOp(op, op_attrs);
+     Dataset probe = BuildDataset(op, op_attrs);
      if (!probe.ok()) return probe.status().WithContext(name);
      const ElementSpec out_spec = probe.element_spec();
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          name, attrs, nullptr, {.is_random = false},
-         [out_spec](const ElementSpec&) -> Result<ElementSpec> { return out_spec; }, nullptr,
+         [out_spec](const ElementSpec&) -> Result<ElementSpec> { return out_spec; },
+         nullptr,
          [name, op, op_attrs, comp](Element e, FunctionContext&) -> Result<Dataset> {
            if (static_cast<size_t>(comp) >= e.size() || e[comp].dtype() != DType::kString ||
                e[comp].num_elements() != 1) {
@@ -56,7 +58,7 @@ void RegisterFileDatasetKernel(Registry* r, const std::string& name, const std::
            }
            AttrMap a = op_attrs;
            a["filenames"] = std::vector<std::string>{e[comp].flat<std::string>()[0]};
-           return Dataset::FromOp(op, std::move(a));
+           return BuildDataset(op, std::move(a));
          });
    });
 }
@@ -68,18 +70,26 @@ void RegisterDatasetKernels(Registry* r) {
   RegisterFileDatasetKernel(r, "text_line_dataset", "TextLine");
   RegisterFileDatasetKernel(r, "fixed_length_record_dataset", "FixedLengthRecord");
 
-  r->RegisterKernel(
-      KernelDef("from_tensor_slices")
-          .Summary("The dataset of the element's slices along dimension 0.")
-          .Kind(Function::Kind::kDataset),
-      [](const AttrMap& attrs) -> Result<Function> {
-     return Function::MakeKernel(
-         "from_tensor_slices", attrs, nullptr, {.is_random = false},
-         [](const ElementSpec& in) -> Result<ElementSpec> { return UnbatchedSpec(in); }, nullptr,
-         [](Element e, FunctionContext&) -> Result<Dataset> {
-           return Dataset::FromTensorSlices(std::move(e));
-         });
-   });
+  r->RegisterKernel(KernelDef("from_tensor_slices")
+                        .Summary("The dataset of the element's slices along dimension 0.")
+                        .Kind(Function::Kind::kDataset),
+                    [](const AttrMap& attrs) -> Result<Function> {
+                      return MakeKernelFunction(
+                          "from_tensor_slices", attrs, nullptr, {.is_random = false},
+                          [](const ElementSpec& in) -> Result<ElementSpec> {
+                            return UnbatchedSpec(in);
+                          },
+                          nullptr,
+                          [](Element e, FunctionContext&) -> Result<Dataset> {
+                            // BuildDataset: Dataset::FromOp and the fluent methods are
+                            // the API layer's.
+                            std::vector<std::string> names =
+                                e.names() ? *e.names() : std::vector<std::string>{};
+                            return BuildDataset("FromTensorSlices",
+                                                {{"components", e.tensors()},
+                                                 {"names", std::move(names)}});
+                          });
+                    });
 
   r->RegisterKernel(
       KernelDef("window_batch")
@@ -95,14 +105,15 @@ void RegisterDatasetKernels(Registry* r) {
        return InvalidArgumentError("window_batch: batch_size must be >= 1, got " +
                                    std::to_string(batch));
      }
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "window_batch", attrs, nullptr, {.is_random = false}, nullptr, nullptr,
          [batch, drop](Element, FunctionContext& ctx) -> Result<Dataset> {
            if (ctx.window() == nullptr) {
              return InvalidArgumentError(
                  "window_batch: not called by group_by_window (no window to batch)");
            }
-           return ctx.window()->Batch(batch, drop);
+           return BuildDataset("Batch", {{"batch_size", batch}, {"drop_remainder", drop}},
+                                  {*ctx.window()});
          });
    });
 }

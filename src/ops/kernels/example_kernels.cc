@@ -166,7 +166,7 @@ Result<Function> MakeParseExample(const AttrMap& attrs) {
                           GetAttrOr<int64_t>(attrs, kParseExample, "component", 0));
   Names names = MakeNames(KeysOf(features));
   auto shared = std::make_shared<const std::vector<FeatureConfig>>(std::move(features));
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kParseExample), attrs,
       [shared, names, comp](Element e, FunctionContext&) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(const Tensor* in,
@@ -206,7 +206,7 @@ Result<Function> MakeParseSequenceExample(const AttrMap& attrs) {
   auto ctx_cfg = std::make_shared<const std::vector<FeatureConfig>>(std::move(context));
   auto seq_cfg =
       std::make_shared<const std::vector<SequenceFeatureConfig>>(std::move(sequence));
-  return Function::MakeKernel(
+  return MakeKernelFunction(
       std::string(kParseSequenceExample), attrs,
       [ctx_cfg, seq_cfg, names, comp](Element e, FunctionContext&) -> Result<Element> {
         SLUICE_ASSIGN_OR_RETURN(const Tensor* in,

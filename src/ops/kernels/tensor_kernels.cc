@@ -67,7 +67,7 @@ void RegisterTensorKernels(Registry* r) {
       [](const AttrMap& attrs) -> Result<Function> {
      SLUICE_ASSIGN_OR_RETURN(int64_t axis, GetAttr<int64_t>(attrs, "expand_dims", "axis"));
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(attrs, "expand_dims", "component", 0));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "expand_dims", attrs,
          [axis, comp](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_RETURN_IF_ERROR(CheckComponent("expand_dims", e, comp));
@@ -133,7 +133,7 @@ void RegisterTensorKernels(Registry* r) {
        return InvalidArgumentError("reshape: at most one dim may be -1, got " +
                                    PartialShape(target).ToString());
      }
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "reshape", attrs,
          [target, comp](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_RETURN_IF_ERROR(CheckComponent("reshape", e, comp));
@@ -193,7 +193,7 @@ void RegisterTensorKernels(Registry* r) {
                                    "greater_equal or greater, got '" + op + "'");
      }
      auto cmp = it->second;
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          "compare", attrs, nullptr, {.is_random = false}, nullptr,
          [cmp, value, comp](const Element& e, FunctionContext&) -> Result<bool> {
            SLUICE_RETURN_IF_ERROR(CheckComponent("compare", e, comp));

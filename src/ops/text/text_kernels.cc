@@ -389,7 +389,7 @@ void RegisterSplit(Registry* r) {
       [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "split";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          std::string(kName), attrs,
          [comp](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(Tensor * t, Component(e, comp, kName, 0, true));
@@ -430,7 +430,7 @@ void RegisterByteTokenize(Registry* r) {
            std::to_string(offset));
      }
      const int32_t off = static_cast<int32_t>(offset);
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          std::string(kName), attrs,
          [comp, off](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(Tensor * t, Component(e, comp, kName, 0, true));
@@ -461,7 +461,7 @@ void RegisterVocabLookup(Registry* r) {
      static constexpr std::string_view kName = "vocab_lookup";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      SLUICE_ASSIGN_OR_RETURN(LookupConfig cfg, ReadLookupAttrs(attrs, kName));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          std::string(kName), attrs,
          [comp, cfg](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(Tensor * t, Component(e, comp, kName, -1, true));
@@ -496,7 +496,7 @@ void RegisterTokenize(Registry* r) {
      SLUICE_ASSIGN_OR_RETURN(bool lowercase,
                              GetAttrOr<bool>(attrs, kName, "lowercase", false));
      SLUICE_ASSIGN_OR_RETURN(LookupConfig cfg, ReadLookupAttrs(attrs, kName));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          std::string(kName), attrs,
          [comp, lowercase, cfg](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(Tensor * t, Component(e, comp, kName, 0, true));
@@ -544,7 +544,7 @@ void RegisterTruncate(Registry* r) {
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
      SLUICE_ASSIGN_OR_RETURN(int64_t max_length,
                              NonNegativeAttr(attrs, kName, "max_length"));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          std::string(kName), attrs,
          [comp, max_length](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(Tensor * t, Component(e, comp, kName, 1, false));
@@ -581,7 +581,7 @@ void RegisterPad(Registry* r) {
      SLUICE_ASSIGN_OR_RETURN(bool truncate,
                              GetAttrOr<bool>(attrs, kName, "truncate", false));
      SLUICE_ASSIGN_OR_RETURN(PadValue value, ReadPadValue(attrs));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          std::string(kName), attrs,
          [comp, length, truncate, value](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(Tensor * t, Component(e, comp, kName, 1, false));
@@ -631,7 +631,7 @@ void RegisterSequenceLength(Registry* r) {
       [](const AttrMap& attrs) -> Result<Function> {
      static constexpr std::string_view kName = "sequence_length";
      SLUICE_ASSIGN_OR_RETURN(int64_t comp, ComponentAttr(attrs, kName));
-     return Function::MakeKernel(
+     return MakeKernelFunction(
          std::string(kName), attrs,
          [comp](Element e, FunctionContext&) -> Result<Element> {
            SLUICE_ASSIGN_OR_RETURN(Tensor * t, Component(e, comp, kName, 1, false));

@@ -21,6 +21,7 @@
 #include <map>
 
 #include "graph/attr.h"
+#include "graph/dataset_access.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/buffer_charge.h"
@@ -28,6 +29,18 @@
 
 namespace sluice {
 namespace {
+
+// PaddedBatch through BuildDataset (the fluent methods are the API layer's).
+Dataset PaddedBatchOf(const Dataset& in, int64_t batch_size,
+                      std::vector<PartialShape> padded_shapes,
+                      std::vector<Tensor> padding_values, bool drop_remainder) {
+  return BuildDataset("PaddedBatch",
+                         {{"batch_size", batch_size},
+                          {"padded_shapes", std::move(padded_shapes)},
+                          {"padding_values", std::move(padding_values)},
+                          {"drop_remainder", drop_remainder}},
+                         {in});
+}
 
 constexpr std::string_view kElementsOp = "_Elements";
 
@@ -163,7 +176,7 @@ Result<Dataset> GroupWindow(const std::vector<Element>& elements,
     attrs["dtypes"] = std::move(dtypes);
     attrs["shapes"] = std::move(shapes);
   }
-  Dataset ds = Dataset::FromOp(kElementsOp, std::move(attrs));
+  Dataset ds = BuildDataset(kElementsOp, std::move(attrs));
   if (!ds.ok()) return ds.status();
   return ds;
 }
@@ -344,7 +357,7 @@ class GroupByWindowIterator : public UnaryIterator {
                                                  Element{Tensor::Scalar(key)}, fctx));
     SLUICE_ASSIGN_OR_RETURN(
         current_,
-        MakeChild(reduced.node(),
+        MakeChild(NodeOf(reduced),
                   ctx_.Mixed(static_cast<uint64_t>(position)).WithoutSplits(), "reduce"));
     current_key_ = key;
     current_position_ = position;
@@ -602,7 +615,7 @@ Result<DatasetPtr> MakeBucketBySequenceLength(OpArgs args) {
             b >= static_cast<int64_t>(batch_sizes.size())) {
           return InternalError("bucket_padded_batch called without a window or bucket");
         }
-        return ctx.window()->PaddedBatch(batch_sizes[b], shapes[b], values, drop);
+        return PaddedBatchOf(*ctx.window(), batch_sizes[b], shapes[b], values, drop);
       });
 
   // The output spec: the union of each bucket's padded batch of the input spec.
@@ -612,7 +625,7 @@ Result<DatasetPtr> MakeBucketBySequenceLength(OpArgs args) {
     bool first = true;
     const size_t usable = pad_to_boundary ? num_buckets - 1 : num_buckets;
     for (size_t b = 0; b < usable; ++b) {
-      Dataset batched = placeholder.PaddedBatch(batch_sizes[b], shapes[b], values, drop);
+      Dataset batched = PaddedBatchOf(placeholder, batch_sizes[b], shapes[b], values, drop);
       if (!batched.ok()) {
         return batched.status().WithContext(op + ": bucket " + std::to_string(b));
       }

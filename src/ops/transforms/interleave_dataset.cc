@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "graph/attr.h"
+#include "graph/dataset_access.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
@@ -176,7 +177,8 @@ class InterleaveIterator : public UnaryIterator {
                                     ", expected " + want.ToString());
       }
     }
-    return MakeChild(inner.node(), ctx_.Mixed(static_cast<uint64_t>(pos)).WithoutSplits(),
+    return MakeChild(NodeOf(inner),
+                     ctx_.Mixed(static_cast<uint64_t>(pos)).WithoutSplits(),
                      "slot" + std::to_string(slot));
   }
 

@@ -7,7 +7,7 @@
 //    ctx.Mixed(position), labelled "in<position>" (so inner randomness is the sequential
 //    op's). cycle_length inputs are interleaved, block_length elements from each in turn.
 //    cycle_length kAutotune is the runtime's CPU budget.
-//  * Deterministic mode (deterministic attr, else RuntimeOptions::deterministic) yields
+//  * Deterministic mode (deterministic attr, else Options::deterministic) yields
 //    exactly the sequential Interleave's sequence for the same cycle_length/block_length,
 //    errors included: an input error or a dataset function error consumes that input
 //    element, is returned once, and leaves the cycle slot empty for the next input (the
@@ -24,8 +24,8 @@
 //    started as the CPU budget allows, but only `parallelism` of them run jobs at once
 //    (the rest wait); it starts at Runtime::initial_parallelism() and, when the runtime
 //    tunes, is the knob "parallelism" (runtime/tunable.h), read on every job pick, so a
-//    change takes effect at the next job. The per-input buffer is not tuned (it is part of
-//    the checkpoint's validation).
+//    change takes effect at the next job. The per-input buffer is not tuned (it is part
+//    of the checkpoint's validation).
 //  * Jobs: pull the next input element (one worker at a time calls input_->GetNext), open
 //    a pulled element (dataset function + MakeChild), fetch one element from an open
 //    inner iterator into its buffer (one worker per inner iterator at a time).
@@ -84,6 +84,7 @@
 
 #include "core/mutex.h"
 #include "graph/attr.h"
+#include "graph/dataset_access.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/async_buffer.h"
@@ -872,7 +873,8 @@ class ParallelInterleaveIterator : public IteratorBase {
                                     ", expected " + want.ToString());
       }
     }
-    return MakeChild(inner.node(), ctx_.Mixed(static_cast<uint64_t>(pos)).WithoutSplits(),
+    return MakeChild(NodeOf(inner),
+                     ctx_.Mixed(static_cast<uint64_t>(pos)).WithoutSplits(),
                      "in" + std::to_string(pos));
   }
 

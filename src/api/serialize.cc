@@ -1,10 +1,12 @@
 // Dataset <-> GraphDef (graph/proto/graph.proto), binary and JSON.
+#include "sluice/serialize.h"
+
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/stubs/common.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/common.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/type_resolver_util.h>
-#include <google/protobuf/descriptor.h>
 
 #include <bit>
 #include <climits>
@@ -13,10 +15,11 @@
 #include <set>
 #include <sstream>
 
+#include "api/builtins.h"
+#include "api/serialize_internal.h"
 #include "core/env.h"
+#include "graph/dataset_access.h"
 #include "graph/registry.h"
-#include "graph/serialize_internal.h"
-#include "sluice/serialize.h"
 
 namespace sluice {
 
@@ -260,7 +263,7 @@ Status CheckFunctionsSerializable(const DatasetNode& node) {
   for (const Function& f : node.functions()) {
     if (f.serializable()) continue;
     std::string kernels;
-    for (const std::string& k : Registry::Global().KernelNames()) {
+    for (const std::string& k : BuiltinRegistry().KernelNames()) {
       kernels += (kernels.empty() ? "" : ", ") + k;
     }
     return FailedPreconditionError(node.op() + ": function '" + f.name() +
@@ -378,7 +381,7 @@ Result<graph::GraphDef> DatasetToGraphDef(const Dataset& dataset) {
   graph::GraphDef def;
   def.set_version(kGraphFormatVersion);
   std::map<const DatasetNode*, int64_t> ids;
-  SLUICE_ASSIGN_OR_RETURN(int64_t out, AddNode(dataset.node(), &def, &ids));
+  SLUICE_ASSIGN_OR_RETURN(int64_t out, AddNode(NodeOf(dataset), &def, &ids));
   def.set_output(out);
   OptionsToProto(dataset.options(), def.mutable_options());
   return def;
@@ -443,7 +446,7 @@ Result<Dataset> DatasetFromGraphDef(const graph::GraphDef& def) {
       }
       args.functions.push_back(std::move(fn).value());
     }
-    auto node = Registry::Global().CreateOp(n.op(), std::move(args));
+    auto node = BuiltinRegistry().CreateOp(n.op(), std::move(args));
     if (!node.ok()) return node.status().WithContext(name);
     nodes.push_back(std::move(node).value());
     depth.push_back(d);
@@ -453,7 +456,7 @@ Result<Dataset> DatasetFromGraphDef(const graph::GraphDef& def) {
                                 " is not a node (the graph has " + std::to_string(num_nodes) +
                                 ")");
   }
-  Dataset ds(nodes[def.output()]);
+  Dataset ds = DatasetOf(nodes[def.output()]);
   if (def.has_options()) ds = ds.WithOptions(OptionsFromProto(def.options()));
   return ds;
 }
@@ -546,7 +549,7 @@ std::string DatasetGraphDebugString(const Dataset& dataset) {
   if (!dataset.ok()) return "<invalid dataset: " + dataset.status().ToString() + ">\n";
   std::ostringstream os;
   std::set<const DatasetNode*> printed;
-  PrintNode(dataset.node(), 0, GraphNodeIds(dataset.node()), &printed, os);
+  PrintNode(NodeOf(dataset), 0, GraphNodeIds(NodeOf(dataset)), &printed, os);
   return os.str();
 }
 

@@ -8,7 +8,8 @@
 #include <cstring>
 #include <map>
 
-#include "graph/serialize_internal.h"
+#include "api/serialize_internal.h"
+#include "graph/dataset_access.h"
 #include "sluice/random.h"
 #include "sluice/serialize.h"
 
@@ -162,7 +163,7 @@ std::string Hex(const Digest& d) {
 Result<std::string> DatasetFingerprint(const Dataset& dataset) {
   SLUICE_RETURN_IF_ERROR(dataset.status());
   std::map<const DatasetNode*, Digest> memo;
-  SLUICE_ASSIGN_OR_RETURN(Digest d, HashNode(dataset.node(), &memo));
+  SLUICE_ASSIGN_OR_RETURN(Digest d, HashNode(NodeOf(dataset), &memo));
   return Hex(d);
 }
 

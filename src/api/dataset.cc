@@ -1,225 +1,27 @@
-// The fluent Dataset API: every method builds a node through the Registry.
-#include <sstream>
+// The fluent Dataset API (every method builds a node through Dataset::FromOp,
+// src/api/builtins.cc), MakeIterator with its static rewrites and autotuning, and the
+// Iterator. The API layer: nothing below src/api/ includes or calls it.
+#include "sluice/dataset.h"
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
 
+#include "api/dataset_internal.h"
+#include "api/serialize_internal.h"
 #include "autotune/autotuner.h"
+#include "graph/dataset_access.h"
 #include "graph/registry.h"
-#include "graph/serialize_internal.h"
 #include "optimizer/optimizer.h"
 #include "runtime/exception_status.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
 #include "runtime/split_provider.h"
-#include "sluice/dataset.h"
 
 namespace sluice {
 
-std::string AttrValueDebugString(const AttrValue& v) {
-  std::ostringstream os;
-  std::visit(
-      [&os](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          os << (x ? "true" : "false");
-        } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
-          os << x;
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          os << '"' << x << '"';
-        } else if constexpr (std::is_same_v<T, DType>) {
-          os << DTypeName(x);
-        } else if constexpr (std::is_same_v<T, PartialShape>) {
-          os << x.ToString();
-        } else if constexpr (std::is_same_v<T, Tensor>) {
-          os << x.DebugString();
-        } else {
-          os << "[";
-          for (size_t i = 0; i < x.size(); ++i) {
-            if (i) os << ", ";
-            using E = std::decay_t<decltype(x[i])>;
-            if constexpr (std::is_same_v<E, DType>) {
-              os << DTypeName(x[i]);
-            } else if constexpr (std::is_same_v<E, PartialShape>) {
-              os << x[i].ToString();
-            } else if constexpr (std::is_same_v<E, Tensor>) {
-              os << x[i].DebugString();
-            } else {
-              os << x[i];
-            }
-          }
-          os << "]";
-        }
-      },
-      v);
-  return os.str();
-}
-
-Result<Compression> CompressionFromName(std::string_view name) {
-  if (name.empty() || name == "NONE") return Compression::kNone;
-  if (name == "GZIP") return Compression::kGzip;
-  if (name == "ZLIB") return Compression::kZlib;
-  return InvalidArgumentError("unknown compression '" + std::string(name) +
-                              "' (expected \"\", NONE, GZIP or ZLIB)");
-}
-
-std::string_view CompressionName(Compression c) {
-  switch (c) {
-    case Compression::kNone: return "";
-    case Compression::kGzip: return "GZIP";
-    case Compression::kZlib: return "ZLIB";
-  }
-  return "";
-}
-
 // ---- Dataset ----
-
-Dataset::Dataset()
-    : error_(std::make_shared<Status>(FailedPreconditionError("uninitialized Dataset"))) {}
-
-struct Dataset::OptimizedGraph {
-  std::once_flag once;
-  Status status;
-  DatasetPtr graph;
-  OptimizeReport report;
-};
-
-Dataset::Dataset(std::shared_ptr<const DatasetNode> node)
-    : node_(std::move(node)), optimized_(std::make_shared<OptimizedGraph>()) {
-  if (!node_) error_ = std::make_shared<Status>(InternalError("null dataset node"));
-}
-
-Dataset::Dataset(Status error)
-    : error_(std::make_shared<const Status>(
-          error.ok() ? InternalError("Dataset built from an OK status") : std::move(error))) {}
-
-Status Dataset::status() const { return node_ ? Status::OK() : *error_; }
-
-Dataset Dataset::FromOp(std::string_view op, AttrMap attrs, std::vector<Dataset> inputs,
-                        std::vector<Function> functions) {
-  OpArgs args;
-  args.attrs = std::move(attrs);
-  for (Dataset& in : inputs) {
-    if (!in.ok()) return Dataset(in.status());
-    args.inputs.push_back(in.node_);
-  }
-  for (const Function& f : functions) {
-    if (!f.valid()) return Dataset(InvalidArgumentError(std::string(op) + ": invalid function"));
-  }
-  args.functions = std::move(functions);
-  Result<DatasetPtr> r = InternalError("unset");
-  try {
-    r = Registry::Global().CreateOp(op, std::move(args));
-  } catch (...) {
-    return Dataset(StatusFromException(op));
-  }
-  if (!r.ok()) return Dataset(r.status());
-  Dataset out(std::move(r).value());
-  // Carry the inputs' options, merged left to right.
-  for (const Dataset& in : inputs) {
-    if (!in.options_) continue;
-    out.options_ = out.options_ ? std::make_shared<const Options>(out.options_->Merge(*in.options_))
-                                : in.options_;
-  }
-  return out;
-}
-
-Dataset Dataset::WithOptions(const Options& options) const {
-  if (!ok()) return *this;
-  Dataset out = *this;
-  out.options_ = std::make_shared<const Options>(options_ ? options_->Merge(options) : options);
-  out.optimized_ = std::make_shared<OptimizedGraph>();
-  return out;
-}
-
-const Options& Dataset::options() const {
-  static const Options* const kDefault = new Options();
-  return options_ ? *options_ : *kDefault;
-}
-
-namespace {
-template <typename T>
-void MergeField(std::optional<T>* into, const std::optional<T>& from) {
-  if (from.has_value()) *into = from;
-}
-}  // namespace
-
-Options Options::Merge(const Options& o) const {
-  Options m = *this;
-  MergeField(&m.deterministic, o.deterministic);
-  MergeField(&m.autotune.enabled, o.autotune.enabled);
-  MergeField(&m.autotune.cpu_budget, o.autotune.cpu_budget);
-  MergeField(&m.autotune.ram_budget, o.autotune.ram_budget);
-  MergeField(&m.autotune.initial_parallelism, o.autotune.initial_parallelism);
-  MergeField(&m.optimization.apply_default_optimizations,
-             o.optimization.apply_default_optimizations);
-  for (const auto& [name, on] : o.optimization.passes) m.optimization.passes[name] = on;
-  MergeField(&m.threading.private_threadpool_size, o.threading.private_threadpool_size);
-  MergeField(&m.files.allowed_roots, o.files.allowed_roots);
-  MergeField(&m.files.allowed_write_roots, o.files.allowed_write_roots);
-  MergeField(&m.inline_execution, o.inline_execution);
-  return m;
-}
-
-std::vector<std::string> Options::DebugLines() const {
-  std::vector<std::string> out;
-  auto add = [&out](const char* key, const auto& v) {
-    if (!v.has_value()) return;
-    using T = std::decay_t<decltype(*v)>;
-    if constexpr (std::is_same_v<T, bool>) {
-      out.push_back(std::string(key) + "=" + (*v ? "true" : "false"));
-    } else {
-      out.push_back(std::string(key) + "=" + std::to_string(*v));
-    }
-  };
-  add("deterministic", deterministic);
-  add("autotune.enabled", autotune.enabled);
-  add("autotune.cpu_budget", autotune.cpu_budget);
-  add("autotune.ram_budget", autotune.ram_budget);
-  add("autotune.initial_parallelism", autotune.initial_parallelism);
-  add("optimization.apply_default_optimizations", optimization.apply_default_optimizations);
-  for (const auto& [name, on] : optimization.passes) {
-    out.push_back("optimization." + name + "=" + (on ? "true" : "false"));
-  }
-  add("threading.private_threadpool_size", threading.private_threadpool_size);
-  add("inline_execution", inline_execution);
-  auto add_list = [&out](const char* key, const auto& v) {
-    if (!v.has_value()) return;
-    std::string line = std::string(key) + "=";
-    for (size_t i = 0; i < v->size(); ++i) line += (i ? "," : "") + (*v)[i];
-    out.push_back(std::move(line));
-  };
-  add_list("files.allowed_roots", files.allowed_roots);
-  add_list("files.allowed_write_roots", files.allowed_write_roots);
-  return out;
-}
-
-RuntimeOptions RuntimeOptions::FromOptions(const Options& o) {
-  RuntimeOptions r;
-  r.cpu_budget = o.autotune.cpu_budget.value_or(0);
-  // The pool is the CPU budget unless a private pool size is given (never above it).
-  if (o.threading.private_threadpool_size.value_or(0) > 0) {
-    r.cpu_budget = r.cpu_budget > 0
-                       ? std::min(r.cpu_budget, *o.threading.private_threadpool_size)
-                       : *o.threading.private_threadpool_size;
-  }
-  r.ram_budget = o.autotune.ram_budget.value_or(0);
-  r.deterministic = o.deterministic.value_or(true);
-  r.inline_execution = o.inline_execution.value_or(false);
-  r.autotune = o.autotune.enabled.value_or(true);
-  r.initial_parallelism = o.autotune.initial_parallelism.value_or(0);
-  r.files = o.files;
-  return r;
-}
-
-int64_t Dataset::Cardinality() const { return node_ ? node_->Cardinality() : kUnknownCardinality; }
-
-const ElementSpec& Dataset::element_spec() const {
-  static const ElementSpec kEmpty;
-  return node_ ? node_->element_spec() : kEmpty;
-}
 
 namespace {
 std::vector<std::string> NamesOf(const Element& e) {
@@ -474,6 +276,23 @@ struct IteratorCalls {
   std::string fingerprint;
 };
 
+// What an Iterator holds (sluice/iterator.h).
+struct Iterator::Impl {
+  // The graph this iterator runs (after static rewrites).
+  DatasetPtr dataset;
+  std::shared_ptr<Runtime> runtime;
+  // This iterator's SplitConsumer of the shared provider; null without one.
+  std::shared_ptr<SplitProvider> splits;
+  IteratorPtr root;
+  // Tunes the runtime's AUTOTUNE knobs on a background thread; null when off. Declared
+  // after root so that it stops before the tree goes.
+  std::unique_ptr<Autotuner> autotuner;
+  int64_t instance = 0;
+  int64_t created_ns = 0;
+  // Calls in progress, so the destructor can wait for a GetNext on another thread.
+  std::unique_ptr<IteratorCalls> calls;
+};
+
 namespace {
 constexpr std::string_view kRootPrefix = "Root";
 // What Iterator::Save writes under Root besides the tree: 2 adds "version" and
@@ -555,32 +374,48 @@ class ActiveCall {
 };
 }  // namespace
 
-Result<std::unique_ptr<Iterator>> Dataset::MakeIteratorOver(
-    const std::shared_ptr<const DatasetNode>& graph, int64_t instance,
-    const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) {
+Result<std::unique_ptr<Iterator>> internal::IteratorAccess::Make(
+    const DatasetPtr& graph, int64_t instance, const Options& options,
+    std::shared_ptr<SplitProvider> provider) {
   try {
     std::shared_ptr<SplitProvider> splits;
     if (provider != nullptr) {
       SLUICE_RETURN_IF_ERROR(SplittableSource(*graph).status());
       splits = std::make_shared<SplitConsumer>(std::move(provider));
     }
-    auto runtime = std::make_shared<Runtime>(options);
+    auto runtime = std::make_shared<Runtime>(RuntimeOptions::FromOptions(options));
     runtime->SetGraph(graph);
     SLUICE_ASSIGN_OR_RETURN(
         IteratorPtr root, graph->MakeIterator(RootContext(instance, runtime.get(), splits),
                                               std::string(kRootPrefix)));
-    return std::unique_ptr<Iterator>(new Iterator(
-        graph, std::move(runtime), std::move(root), instance, std::move(splits)));
+    auto impl = std::make_unique<Iterator::Impl>();
+    impl->dataset = graph;
+    impl->runtime = std::move(runtime);
+    impl->splits = std::move(splits);
+    impl->root = std::move(root);
+    impl->instance = instance;
+    impl->created_ns = MonotonicNs();
+    return std::unique_ptr<Iterator>(new Iterator(std::move(impl)));
   } catch (...) {
     return StatusFromException("MakeIterator");
   }
+}
+
+const DatasetPtr& internal::IteratorAccess::Graph(const Iterator& it) {
+  return it.impl_->dataset;
+}
+
+Runtime* internal::IteratorAccess::RuntimeOf(const Iterator& it) {
+  return it.impl_->runtime.get();
 }
 
 Result<std::shared_ptr<const Dataset::OptimizedGraph>> Dataset::Optimized() const {
   if (!node_) return *error_;
   OptimizedGraph* o = optimized_.get();
   std::call_once(o->once, [&] {
-    auto r = OptimizeGraph(node_, options(), &o->report);
+    OptimizeReport report;
+    auto r = OptimizeGraph(node_, options(), &report);
+    o->report_lines = report.Lines();
     if (r.ok()) {
       o->graph = std::move(r).value();
     } else {
@@ -591,40 +426,54 @@ Result<std::shared_ptr<const Dataset::OptimizedGraph>> Dataset::Optimized() cons
   return std::shared_ptr<const OptimizedGraph>(optimized_);
 }
 
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
-  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
+namespace {
+bool SetsOptimization(const OptimizationOptions& o) {
+  return o.apply_default_optimizations.has_value() || !o.passes.empty();
+}
+}  // namespace
+
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
+    const Options& extra, std::shared_ptr<SplitProvider> provider) const {
+  if (!node_) return *error_;
+  const Options merged = options().Merge(extra);
+  DatasetPtr graph;
+  if (SetsOptimization(extra.optimization)) {
+    // Other rewrites than this dataset's: not cached.
+    SLUICE_ASSIGN_OR_RETURN(graph, OptimizeGraph(node_, merged, nullptr));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
+    graph = optimized->graph;
+  }
   // The instance counts iterations of the dataset the user holds, so that reshuffling per
   // epoch does not depend on rewrites.
-  return MakeIteratorOver(optimized->graph, node_->NextInstance(),
-                          RuntimeOptions::FromOptions(options()));
+  return internal::IteratorAccess::Make(graph, node_->NextInstance(), merged,
+                                        std::move(provider));
 }
 
-Result<std::vector<std::string>> Dataset::OptimizationReport() const {
-  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
-  return optimized->report.Lines();
-}
-
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const RuntimeOptions& options) const {
-  if (!node_) return *error_;
-  if (options.files.confined() || !this->options().files.confined()) {
-    return MakeIteratorOver(node_, node_->NextInstance(), options);
-  }
-  RuntimeOptions o = options;  // file confinement is never dropped silently
-  o.files = this->options().files;
-  return MakeIteratorOver(node_, node_->NextInstance(), o);
+Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const Options& extra) const {
+  return MakeIterator(extra, nullptr);
 }
 
 Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
     std::shared_ptr<SplitProvider> provider) const {
-  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
-  return MakeIteratorOver(optimized->graph, node_->NextInstance(),
-                          RuntimeOptions::FromOptions(options()), std::move(provider));
+  return MakeIterator(Options(), std::move(provider));
 }
 
-Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
-    const RuntimeOptions& options, std::shared_ptr<SplitProvider> provider) const {
-  if (!node_) return *error_;
-  return MakeIteratorOver(node_, node_->NextInstance(), options, std::move(provider));
+Result<std::vector<std::string>> Dataset::OptimizationReport() const {
+  SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
+  return optimized->report_lines;
+}
+
+Result<std::unique_ptr<Iterator>> MakeIteratorAsBuilt(
+    const Dataset& dataset, const Options& options,
+    std::shared_ptr<SplitProvider> provider) {
+  SLUICE_RETURN_IF_ERROR(dataset.status());
+  const DatasetPtr& node = NodeOf(dataset);
+  Options o = options;
+  // File confinement is never dropped silently.
+  if (!o.files.confined()) o.files = dataset.options().files;
+  return internal::IteratorAccess::Make(node, node->NextInstance(), o,
+                                        std::move(provider));
 }
 
 Result<std::shared_ptr<SplitProvider>> Dataset::MakeSplitProvider() const {
@@ -644,70 +493,64 @@ Result<std::shared_ptr<SplitProvider>> Dataset::MakeSplitProvider() const {
   return std::shared_ptr<SplitProvider>(std::make_shared<IndexSplitProvider>(n));
 }
 
-Iterator::Iterator(std::shared_ptr<const DatasetNode> dataset,
-                   std::shared_ptr<Runtime> runtime, IteratorPtr root, int64_t instance,
-                   std::shared_ptr<SplitProvider> splits)
-    : dataset_(std::move(dataset)),
-      runtime_(std::move(runtime)),
-      splits_(std::move(splits)),
-      root_(std::move(root)),
-      instance_(instance),
-      created_ns_(MonotonicNs()),
-      calls_(std::make_unique<IteratorCalls>()) {
-  if (runtime_->options().autotune) {
-    autotuner_ = Autotuner::Start(runtime_.get(), [this] { return Snapshot(); });
+Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->calls = std::make_unique<IteratorCalls>();
+  if (impl_->runtime->options().autotune) {
+    impl_->autotuner =
+        Autotuner::Start(impl_->runtime.get(), [this] { return Snapshot(); });
   }
 }
 
 Iterator::~Iterator() {
-  autotuner_.reset();  // stops tuning before the tree goes
+  impl_->autotuner.reset();  // stops tuning before the tree goes
   Cancel();
   {
-    while (calls_->active.load(std::memory_order_seq_cst) != 0) {
+    while (impl_->calls->active.load(std::memory_order_seq_cst) != 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
-  root_.reset();  // joins the tree's threads before the runtime's pool goes
+  impl_->root.reset();  // joins the tree's threads before the runtime's pool goes
 }
 
 void Iterator::Cancel() {
-  calls_->cancelled.store(true, std::memory_order_seq_cst);
-  std::lock_guard<std::mutex> l(calls_->root_mu);
-  root_->Cancel();
+  impl_->calls->cancelled.store(true, std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+  impl_->root->Cancel();
 }
 
 Result<std::optional<Element>> Iterator::GetNext() {
-  ActiveCall call(calls_.get());
-  if (calls_->cancelled.load(std::memory_order_seq_cst)) [[unlikely]] {
+  ActiveCall call(impl_->calls.get());
+  if (impl_->calls->cancelled.load(std::memory_order_seq_cst)) [[unlikely]] {
     return CancelledError("iterator cancelled");
   }
   try {
-    return root_->GetNext();
+    return impl_->root->GetNext();
   } catch (...) {
     return StatusFromException("GetNext");
   }
 }
 
 Result<std::string> Iterator::Save() try {
-  ActiveCall call(calls_.get());
+  ActiveCall call(impl_->calls.get());
   CheckpointWriter w;
   w.WriteInt(kRootPrefix, "version", kCheckpointVersion);
-  w.WriteString(kRootPrefix, "fingerprint", CachedFingerprint(calls_.get(), dataset_));
-  w.WriteInt(kRootPrefix, "instance", instance_);
-  w.WriteString(kRootPrefix, "op", dataset_->op());
-  SLUICE_RETURN_IF_ERROR(root_->Save(&w));
+  w.WriteString(kRootPrefix, "fingerprint",
+                CachedFingerprint(impl_->calls.get(), impl_->dataset));
+  w.WriteInt(kRootPrefix, "instance", impl_->instance);
+  w.WriteString(kRootPrefix, "op", impl_->dataset->op());
+  SLUICE_RETURN_IF_ERROR(impl_->root->Save(&w));
   return w.Serialize();
 } catch (...) {
   return StatusFromException("Save");
 }
 
 Status Iterator::Restore(std::string_view checkpoint) try {
-  ActiveCall call(calls_.get());
+  ActiveCall call(impl_->calls.get());
   SLUICE_ASSIGN_OR_RETURN(CheckpointReader r, CheckpointReader::Parse(checkpoint));
   SLUICE_ASSIGN_OR_RETURN(std::string op, r.ReadString(kRootPrefix, "op"));
-  if (op != dataset_->op()) {
+  if (op != impl_->dataset->op()) {
     return InvalidArgumentError("checkpoint is of a pipeline ending in '" + op +
-                                "', this one ends in '" + dataset_->op() + "'");
+                                "', this one ends in '" + impl_->dataset->op() + "'");
   }
   // Version 1 checkpoints carry no fingerprint; they restore as before.
   if (r.Contains(kRootPrefix, "version")) {
@@ -718,57 +561,60 @@ Status Iterator::Restore(std::string_view checkpoint) try {
                                   std::to_string(kCheckpointVersion) + ")");
     }
     SLUICE_ASSIGN_OR_RETURN(std::string saved, r.ReadString(kRootPrefix, "fingerprint"));
-    if (saved != CachedFingerprint(calls_.get(), dataset_)) {
+    if (saved != CachedFingerprint(impl_->calls.get(), impl_->dataset)) {
       return FailedPreconditionError(
           "the checkpoint was taken from a different pipeline (its fingerprint is " +
           saved.substr(0, 64) + ", this pipeline's is " +
-          CachedFingerprint(calls_.get(), dataset_) +
+          CachedFingerprint(impl_->calls.get(), impl_->dataset) +
           "): restore it into an iterator of the pipeline that saved it");
     }
   }
   SLUICE_ASSIGN_OR_RETURN(int64_t instance, r.ReadInt(kRootPrefix, "instance"));
   // Rebuild the tree with the saved instance so per-iteration seeds match.
-  SLUICE_ASSIGN_OR_RETURN(
-      IteratorPtr root,
-      dataset_->MakeIterator(RootContext(instance, runtime_.get(), splits_),
-                             std::string(kRootPrefix)));
+  SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
+                          impl_->dataset->MakeIterator(
+                              RootContext(instance, impl_->runtime.get(), impl_->splits),
+                              std::string(kRootPrefix)));
   SLUICE_RETURN_IF_ERROR(root->Restore(r));
   {
-    std::lock_guard<std::mutex> l(calls_->root_mu);
-    root_->Cancel();
-    std::swap(root_, root);
-    if (calls_->cancelled.load(std::memory_order_relaxed)) root_->Cancel();
+    std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+    impl_->root->Cancel();
+    std::swap(impl_->root, root);
+    if (impl_->calls->cancelled.load(std::memory_order_relaxed)) impl_->root->Cancel();
   }
   root.reset();  // the old tree, outside the lock: joining its threads may take a while
-  instance_ = instance;
+  impl_->instance = instance;
   return Status::OK();
 } catch (...) {
   return StatusFromException("Restore");
 }
 
-const ElementSpec& Iterator::element_spec() const { return dataset_->element_spec(); }
+const ElementSpec& Iterator::element_spec() const {
+  return impl_->dataset->element_spec();
+}
 
 std::vector<IteratorStats> Iterator::Stats() const {
   std::vector<IteratorStats> out;
-  std::lock_guard<std::mutex> l(calls_->root_mu);
-  root_->CollectStats(&out);
+  std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+  impl_->root->CollectStats(&out);
   return out;
 }
 
 std::vector<TunedParameter> Iterator::TunedParameters() const {
-  return autotuner_ ? autotuner_->Parameters() : std::vector<TunedParameter>{};
+  return impl_->autotuner ? impl_->autotuner->Parameters()
+                          : std::vector<TunedParameter>{};
 }
 
 PipelineStats Iterator::Snapshot() const {
   PipelineStats p;
-  p.uptime_ns = MonotonicNs() - created_ns_;
-  p.cpu_budget = runtime_->cpu_budget();
-  p.ram_budget = runtime_->memory().limit();
-  p.buffered_bytes = runtime_->memory().used();
-  p.peak_buffered_bytes = runtime_->memory().peak();
-  p.budget_overshoot_bytes = runtime_->memory().overshoot();
-  std::lock_guard<std::mutex> l(calls_->root_mu);
-  root_->CollectStats(&p.nodes);
+  p.uptime_ns = MonotonicNs() - impl_->created_ns;
+  p.cpu_budget = impl_->runtime->cpu_budget();
+  p.ram_budget = impl_->runtime->memory().limit();
+  p.buffered_bytes = impl_->runtime->memory().used();
+  p.peak_buffered_bytes = impl_->runtime->memory().peak();
+  p.budget_overshoot_bytes = impl_->runtime->memory().overshoot();
+  std::lock_guard<std::mutex> l(impl_->calls->root_mu);
+  impl_->root->CollectStats(&p.nodes);
   return p;
 }
 

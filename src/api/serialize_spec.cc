@@ -5,6 +5,8 @@
 // An attribute the op or kernel declares (graph/op_def.h) is converted to its declared
 // type when it can be (a string to a dtype, a list of ints to a shape or to floats, ...);
 // an undeclared one is an error naming the closest valid name.
+#include <google/protobuf/util/json_util.h>
+
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -13,12 +15,12 @@
 #include <set>
 #include <sstream>
 
-#include <google/protobuf/util/json_util.h>
-
+#include "api/builtins.h"
+#include "api/serialize_internal.h"
 #include "core/env.h"
 #include "graph/attr.h"
+#include "graph/dataset_access.h"
 #include "graph/registry.h"
-#include "graph/serialize_internal.h"
 #include "sluice/serialize.h"
 
 namespace sluice {
@@ -416,7 +418,7 @@ Result<Function> ParseFunction(const Json& j) {
   const Json raw = j.value("attrs", Json::object());
   const std::string name = j["kernel"].get<std::string>();
   SLUICE_RETURN_IF_ERROR(CheckName("kernel", name));
-  const KernelDef* def = Registry::Global().FindKernel(name);
+  const KernelDef* def = BuiltinRegistry().FindKernel(name);
   auto attrs = ParseAttrs(raw, def ? def->attrs() : std::vector<AttrDef>{});
   if (!attrs.ok()) return attrs.status().WithContext("kernel " + name);
   return Function::Kernel(name, *attrs);
@@ -504,16 +506,16 @@ class SpecParser {
     const std::string op = j["op"].get<std::string>();
     SLUICE_RETURN_IF_ERROR(CheckName("op", op));
     std::vector<DatasetPtr> inputs;
-    if (prev != nullptr) inputs.push_back(prev->node());
+    if (prev != nullptr) inputs.push_back(NodeOf(*prev));
     if (j.contains("input")) {
       SLUICE_ASSIGN_OR_RETURN(Dataset in, Node(j["input"], path + ".input", depth + 1));
-      inputs.push_back(in.node());
+      inputs.push_back(NodeOf(in));
     } else if (j.contains("inputs")) {
       if (!j["inputs"].is_array()) return InvalidArgumentError("\"inputs\" must be a list");
       for (size_t i = 0; i < j["inputs"].size(); ++i) {
         SLUICE_ASSIGN_OR_RETURN(
             Dataset in, Node(j["inputs"][i], path + ".inputs[" + std::to_string(i) + "]", depth + 1));
-          inputs.push_back(in.node());
+        inputs.push_back(NodeOf(in));
       }
     }
     std::vector<Function> functions;
@@ -527,13 +529,13 @@ class SpecParser {
       functions.push_back(std::move(f).value());
     }
     const Json raw = j.value("attrs", Json::object());
-    const OpDef* def = Registry::Global().FindOp(op);
+    const OpDef* def = BuiltinRegistry().FindOp(op);
     auto attrs = ParseAttrs(raw, def ? def->attrs() : std::vector<AttrDef>{});
     if (!attrs.ok()) return attrs.status().WithContext(op);
     SLUICE_ASSIGN_OR_RETURN(DatasetPtr node,
-                            Registry::Global().CreateOp(
+                            BuiltinRegistry().CreateOp(
                                 op, OpArgs{std::move(attrs).value(), inputs, functions}));
-    Dataset ds(std::move(node));
+    Dataset ds = DatasetOf(std::move(node));
     if (j.contains("name")) {
       if (!j["name"].is_string()) return InvalidArgumentError("\"name\" must be a string");
       if (!named_.emplace(j["name"].get<std::string>(), ds).second) {
