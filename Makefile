@@ -61,8 +61,8 @@ threadsafety: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_TSA) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS="$(TSA_FLAGS)" -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
 	  -DSLUICE_BUILD_PYTHON=OFF
-	cmake --build $(BUILD_TSA) -j $(JOBS) --target sluice sluice_cli
-	@n=$$(clang++ -std=c++20 -Isrc $(TSA_FLAGS) -fsyntax-only \
+	cmake --build $(BUILD_TSA) -j $(JOBS) --target sluice_cli
+	@n=$$(clang++ -std=c++20 -Iinclude -Isrc $(TSA_FLAGS) -fsyntax-only \
 	  tests/compile_fail/unguarded_access.cc 2>&1 | grep -c 'error: .*thread-safety'); \
 	if [ "$$n" = 3 ]; then echo "threadsafety: clean; the deliberate violations are rejected"; \
 	else echo "threadsafety: expected 3 errors from tests/compile_fail/unguarded_access.cc, got $$n"; exit 1; fi

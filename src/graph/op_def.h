@@ -16,7 +16,7 @@
 //                 MakeBatch);
 //
 // Defaults declared here are documentation the registry checks: the metadata meta-test
-// (tests/framework_op_def_test.cc) builds every op and kernel with and without its declared
+// (tests/framework/op_def_test.cc) builds every op and kernel with and without its declared
 // defaults spelled out and requires the same elements, so a declared default cannot drift
 // from the factory's.
 //

@@ -1,4 +1,4 @@
-"""Checks a `sluice datagen imagenet` output directory with PIL (tests/datagen_test.cc).
+"""Checks a `sluice datagen imagenet` output directory with PIL (tests/datagen/datagen_test.cc).
 
 usage: datagen_check.py OUT_DIR
 

@@ -1,4 +1,4 @@
-"""Reference images for tests/image_decode_test.cc.
+"""Reference images for tests/formats/image_decode_test.cc.
 
 usage: image_decode_reference.py OUT_DIR
 

@@ -1,4 +1,4 @@
-"""PIL / torchvision references for tests/image_kernels_test.cc.
+"""PIL / torchvision references for tests/ops/image_kernels_test.cc.
 
 Usage: image_transforms.py MANIFEST
 

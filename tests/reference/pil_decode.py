@@ -1,4 +1,4 @@
-"""Decodes an image file with PIL into a uint8 .npy (for tests/datagen_test.cc's encoder
+"""Decodes an image file with PIL into a uint8 .npy (for tests/datagen/datagen_test.cc's encoder
 checks).
 
 usage: pil_decode.py IN_FILE OUT.npy

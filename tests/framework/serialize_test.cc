@@ -72,7 +72,7 @@ TEST(SerializeTest, EveryRegisteredOpRoundTrips) {
   std::string list;
   for (const std::string& m : missing) list += " " + m;
   EXPECT_TRUE(missing.empty()) << "registered ops without a round-trip case in "
-                                  "tests/serialize_test.cc:"
+                                  "tests/framework/serialize_test.cc:"
                                << list;
 }
 
@@ -95,7 +95,7 @@ TEST(SerializeTest, EveryRegisteredKernelRoundTrips) {
   std::string list;
   for (const std::string& m : missing) list += " " + m;
   EXPECT_TRUE(missing.empty()) << "registered kernels without a round-trip case in "
-                                  "tests/serialize_test.cc:"
+                                  "tests/framework/serialize_test.cc:"
                                << list;
 }
 

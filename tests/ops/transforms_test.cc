@@ -1,5 +1,5 @@
 // Conformance and semantics of Filter, Interleave/FlatMap, Repeat, Take, Skip, Shard,
-// Zip, Concatenate and Enumerate. (Shuffle: t1_shuffle_test.cc.)
+// Zip, Concatenate and Enumerate. (Shuffle: shuffle_test.cc.)
 #include <gtest/gtest.h>
 
 #include <chrono>
