@@ -70,7 +70,7 @@ threadsafety: deps
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
-	  -DSLUICE_SANITIZE=address,undefined
+	  -DSLUICE_SANITIZE=address,undefined -DSLUICE_LAYER_TYPE=STATIC
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	./scripts/run_fuzzers.sh $(BUILD_FUZZ) $(FUZZ_SECONDS)
 
