@@ -59,6 +59,12 @@ Result<std::optional<Element>> ShuffleBuffer::Next() {
       // the budget's charge fails at the limit.
       const int64_t n = static_cast<int64_t>(buffer_.size());
       if (BatchMemoryCheckDue(n, buffer_size_)) {
+        // First against the pipeline's RAM budget (the error names it), then against the
+        // memory available.
+        const int64_t card = input_->node().Cardinality();
+        if (card == kInfiniteCardinality || card >= buffer_size_) {
+          SLUICE_RETURN_IF_ERROR(charge_.CheckFits(buffer_size_, bytes));
+        }
         SLUICE_RETURN_IF_ERROR(CheckBufferMemory("a shuffle buffer", buffer_size_,
                                                  input_->node().Cardinality(), n,
                                                  buffer_.front().element));

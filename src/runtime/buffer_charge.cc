@@ -46,11 +46,27 @@ Status BufferCharge::Grow() {
     ClaimTransferred();
     return Status::OK();
   }
+  return Exhausted(elements_, bytes_);
+}
+
+Status BufferCharge::CheckFits(int64_t elements, int64_t bytes_per_element) const {
+  // Only under a budget the user set (hold limit == budget): under the default one the
+  // memory-available check (CheckBufferMemory) speaks, as it always has.
+  if (budget_ == nullptr || budget_->hold_limit() <= 0 ||
+      budget_->hold_limit() > budget_->limit() || elements <= 0 || bytes_per_element <= 0 ||
+      elements <= budget_->hold_limit() / bytes_per_element) {
+    return Status::OK();
+  }
+  const __int128 total = static_cast<__int128>(elements) * bytes_per_element;
+  return Exhausted(elements, total > INT64_MAX ? INT64_MAX : static_cast<int64_t>(total));
+}
+
+Status BufferCharge::Exhausted(int64_t elements, int64_t bytes) const {
   const std::string& prefix = owner_->prefix();
   const std::string& op = owner_->node().op();
   std::string where = prefix.find('/') == std::string::npos ? prefix + "(" + op + ")" : prefix;
-  std::string msg = "[op " + where + "] " + op + " cannot hold " + std::to_string(elements_) +
-                    " elements of " + std::to_string(bytes_) + " bytes (" + Mib(bytes_) +
+  std::string msg = "[op " + where + "] " + op + " cannot hold " + std::to_string(elements) +
+                    " elements of " + std::to_string(bytes) + " bytes (" + Mib(bytes) +
                     ") within the pipeline's RAM budget of " +
                     std::to_string(budget_->limit()) + " bytes (" + Mib(budget_->limit()) +
                     "): buffers that keep their elements may hold " +

@@ -82,8 +82,15 @@ class BufferCharge {
   int64_t bytes() const { return bytes_; }
   int64_t elements() const { return elements_; }
 
+  // Refuses early a buffer that can never fit: `elements` of about `bytes_per_element`
+  // each past the budget's hold limit gives the same ResourceExhausted as a failing Add
+  // (naming the op, the bytes and the budget). OK when unbound, unlimited, or under the
+  // default budget (there CheckBufferMemory's memory-available check applies).
+  Status CheckFits(int64_t elements, int64_t bytes_per_element) const;
+
  private:
   Status Grow();
+  Status Exhausted(int64_t elements, int64_t bytes) const;
   void Shrink();
   // Moves up to unclaimed_ bytes of the current FetchScope's transferred charge into this
   // charge (from Grow).

@@ -125,6 +125,26 @@ TEST(HeldBuffers, ShuffleThatCannotFitFailsNamingOpBytesAndBudget) {
   EXPECT_EQ(rt.memory().held(), 0);
 }
 
+// shuffle(100000) over a practically endless input of 1 MiB elements: the buffer's full size is
+// known at the first element, so it is refused there, naming the budget (not the
+// machine's available memory), with nothing held afterwards.
+TEST(HeldBuffers, HugeShuffleIsRefusedAtItsFirstElementNamingTheBudget) {
+  Runtime rt(Budget(kBudget));
+  {
+    IteratorPtr it = Make(Dataset::Range(0, INT64_MAX).Map(Big()).Shuffle(100000, 1), &rt);
+    std::vector<int64_t> got;
+    Status s = Drain(it.get(), &got);
+    EXPECT_TRUE(got.empty());
+    ExpectExhausted(s, "Root(Shuffle)", "buffer_size");
+    EXPECT_NE(s.message().find("100000 elements of " + std::to_string(100000 * kBigBytes)),
+              std::string::npos)
+        << s;
+    EXPECT_LE(rt.memory().peak(), 2 * kBigBytes + kSlack);  // one element, not 63
+  }
+  EXPECT_EQ(rt.memory().used(), 0);
+  EXPECT_EQ(rt.memory().held(), 0);
+}
+
 TEST(HeldBuffers, ShuffleThatFitsRunsAndPublishesGauges) {
   Runtime rt(Budget(kBudget));
   Runtime unlimited(Budget(-1));
