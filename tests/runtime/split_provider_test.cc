@@ -140,10 +140,35 @@ TEST(SplitProviderTest, SplitsTakenAfterAConsumersCheckpointAreHandedOutAgain) {
 
 // ---- sources and pipelines ----
 
+// The last two components of a path ("cat/0.png"), so that a key does not depend on
+// the random temporary directory.
+std::string Tail(const std::string& s) {
+  const size_t last = s.rfind('/');
+  if (last == std::string::npos || last == 0) return s;
+  const size_t before = s.rfind('/', last - 1);
+  return before == std::string::npos ? s : s.substr(before + 1);
+}
+
 // A canonical text form of one element (or, for batched pipelines, of each row).
-std::string Key(const Element& e) {
+// Strings are written in full (DebugString cuts them at 32 characters, which would
+// make every file under the temporary directory the same key); `stable` keeps only
+// their last two path components, for a filter whose choice must not depend on where
+// the test's files are.
+std::string Key(const Element& e, bool stable = false) {
   std::string k;
-  for (size_t i = 0; i < e.size(); ++i) k += e[i].DebugString(1000) + "|";
+  for (size_t i = 0; i < e.size(); ++i) {
+    const Tensor& t = e[i];
+    if (t.dtype() != DType::kString) {
+      k += t.DebugString(1000) + "|";
+      continue;
+    }
+    k += "string" + t.shape().ToString() + "{";
+    for (int64_t j = 0; j < t.num_elements(); ++j) {
+      const std::string& v = t.data<std::string>()[j];
+      k += (stable ? Tail(v) : v) + ",";
+    }
+    k += "}|";
+  }
   return k;
 }
 
@@ -167,7 +192,7 @@ std::vector<Shape> Shapes() {
        [](Dataset d) {
          return d.Filter(Function::Predicate(
              "half", [](const Element& e, FunctionContext&) -> Result<bool> {
-               return std::hash<std::string>()(Key(e)) % 3 != 0;
+               return std::hash<std::string>()(Key(e, /*stable=*/true)) % 3 != 0;
              }));
        }},
       {"batch", [](Dataset d) { return d.Batch(3); }, true},
