@@ -10,9 +10,13 @@ PACKAGES=(
   # libraries
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
-  zlib1g-dev libzstd-dev
+  zlib1g-dev libzstd-dev liblz4-dev
+  libgrpc++-dev protobuf-compiler-grpc              # the service (dispatcher, workers)
+  libglpk-dev                                       # the doctor's LP / MILP
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev   # image codecs
   libcli11-dev nlohmann-json3-dev
+  # HTML reports (doctor, profiler) are checked in a real headless browser
+  chromium
   # data
   dataset-fashion-mnist
   # python: reference tests (PIL, torchvision) and the side-by-side benchmarks' peers.
