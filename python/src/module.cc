@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "api/builtins.h"
+#include "bindings.h"
 #include "api/dataset_internal.h"
 #include "graph/registry.h"
 #include "sluice/dataset.h"
@@ -916,6 +917,12 @@ auto NoGil(F&& f) {
 }
 
 }  // namespace
+}  // namespace python
+}  // namespace sluice
+
+namespace sluice {
+namespace python {
+void ThrowIfError(const Status& s) { Check(s); }
 }  // namespace python
 }  // namespace sluice
 

@@ -1,0 +1,31 @@
+// The native module's areas. python/src/module.cc defines the module (tensors, functions,
+// datasets, iterators) and calls each Bind* below once; every other area lives in its own
+// python/src/<area>_bindings.cc. Bound functions may take and return sluice::Dataset and
+// sluice::Options: module.cc registers their Python classes.
+#ifndef SLUICE_PYTHON_SRC_BINDINGS_H_
+#define SLUICE_PYTHON_SRC_BINDINGS_H_
+
+#include <pybind11/pybind11.h>
+
+#include <utility>
+
+#include "sluice/status.h"
+
+namespace sluice {
+namespace python {
+
+// Raises the sluice exception class for `s` (sluice.errors) when `s` is not OK.
+void ThrowIfError(const Status& s);
+
+template <typename T>
+T ValueOrThrow(Result<T> r) {
+  if (!r.ok()) ThrowIfError(r.status());
+  return std::move(r).value();
+}
+
+// Area binders, called from PYBIND11_MODULE in module.cc (add one line there per area).
+
+}  // namespace python
+}  // namespace sluice
+
+#endif  // SLUICE_PYTHON_SRC_BINDINGS_H_
