@@ -1,0 +1,32 @@
+// Internals of the doctor shared by its files.
+#ifndef SLUICE_PLUMBER_PLUMBER_INTERNAL_H_
+#define SLUICE_PLUMBER_PLUMBER_INTERNAL_H_
+
+#include <vector>
+
+#include "sluice/plumber.h"
+
+namespace sluice::plumber {
+
+// The graph of `ds` as trace nodes (static facts only, counters zero), in id order.
+std::vector<TraceNode> DescribeGraph(const Dataset& ds);
+
+// `ds` rebuilt node by node with the plan applied (parallelism, caches, prefetch), carrying
+// ds's options. `fresh`: every node new even when unchanged (a copy whose iterators do
+// not count as passes over ds's nodes: the next pass over ds is still its first).
+Result<Dataset> RebuildGraph(const Dataset& ds, const Plan& plan, bool fresh);
+// RebuildGraph with an empty plan, fresh: an equal, independent graph.
+Result<Dataset> CloneGraph(const Dataset& ds);
+
+// The LP of docs/doctor.md for the given per-node CPU costs (ns per root element; 0 for
+// nodes served from a cache), solved with GLPK: X and each node's theta.
+struct LpResult {
+  double x = 0;
+  std::vector<double> theta;
+};
+Result<LpResult> SolveLp(const Analysis& a, const std::vector<double>& cpu_ns_per_root,
+                         double cores, double disk_bound);
+
+}  // namespace sluice::plumber
+
+#endif  // SLUICE_PLUMBER_PLUMBER_INTERNAL_H_

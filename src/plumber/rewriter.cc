@@ -1,0 +1,122 @@
+// The rewriter: rebuilds the graph with the plan's parallelism, caches and prefetch.
+#include <unordered_map>
+
+#include "graph/dataset_access.h"
+#include "graph/registry.h"
+#include "plumber/plumber_internal.h"
+#include "sluice/plumber.h"
+
+namespace sluice::plumber {
+namespace {
+
+int64_t IntAttr(const AttrMap& attrs, const char* name, int64_t def) {
+  auto it = attrs.find(name);
+  if (it == attrs.end()) return def;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  return def;
+}
+
+// The op and attributes of `node` running with `parallelism` calls (its parallel form).
+void Parallelize(const DatasetNode& node, int64_t parallelism, std::string* op,
+                 AttrMap* attrs) {
+  const std::string& o = node.op();
+  const int64_t det = IntAttr(node.attrs(), "deterministic", 1);
+  if (o == "Map" || o == "Filter" || o == "Interleave") {
+    *op = o == "Map" ? "ParallelMap" : o == "Filter" ? "ParallelFilter" : "ParallelInterleave";
+    (*attrs)["num_parallel_calls"] = parallelism;
+    (*attrs)["deterministic"] = int64_t{1};  // the sequential op's order
+  } else if (o == "Batch") {
+    if (parallelism < 2) return;  // a handoff costs more than a cheap batch
+    *op = "ParallelBatch";
+    (*attrs)["num_parallel_calls"] = parallelism;
+    (*attrs)["deterministic"] = int64_t{1};
+  } else if (attrs->count("num_parallel_calls")) {
+    (*attrs)["num_parallel_calls"] = parallelism;
+    (void)det;
+  }
+}
+
+}  // namespace
+
+Result<Dataset> CloneGraph(const Dataset& ds) {
+  SLUICE_RETURN_IF_ERROR(ds.status());
+  Plan none;
+  none.nodes.resize(GraphNodesInIdOrder(NodeOf(ds)).size());
+  none.prefetch = 0;
+  return RebuildGraph(ds, none, /*fresh=*/true);
+}
+
+Result<Dataset> ApplyPlan(const Dataset& ds, const Plan& plan) {
+  SLUICE_RETURN_IF_ERROR(ds.status());
+  SLUICE_ASSIGN_OR_RETURN(Dataset result, RebuildGraph(ds, plan, /*fresh=*/false));
+  Options o;
+  o.optimization.apply_default_optimizations = false;  // the plan is the configuration
+  return result.WithOptions(o);
+}
+
+Result<Dataset> RebuildGraph(const Dataset& ds, const Plan& plan, bool fresh) {
+  const DatasetPtr& root = NodeOf(ds);
+  std::vector<DatasetPtr> order = GraphNodesInIdOrder(root);
+  if (order.size() != plan.nodes.size()) {
+    return InvalidArgumentError("plumber: the plan has " + std::to_string(plan.nodes.size()) +
+                                " nodes but the dataset has " + std::to_string(order.size()) +
+                                " (a plan applies to the dataset that was traced)");
+  }
+  std::vector<bool> cache(order.size(), false);
+  for (int64_t c : plan.cache_nodes) {
+    if (c < 0 || c >= static_cast<int64_t>(order.size())) {
+      return InvalidArgumentError("plumber: cache node " + std::to_string(c) + " out of range");
+    }
+    cache[c] = true;
+  }
+  std::unordered_map<const DatasetNode*, DatasetPtr> rebuilt;
+  const std::vector<TraceNode> described = DescribeGraph(ds);
+  for (size_t id = 0; id < order.size(); ++id) {
+    const DatasetNode& n = *order[id];
+    OpArgs args;
+    args.attrs = n.attrs();
+    args.functions = n.functions();
+    for (const DatasetPtr& in : n.inputs()) args.inputs.push_back(rebuilt.at(in.get()));
+    std::string op = n.op();
+    bool changed = args.inputs != n.inputs();
+    if (described[id].parallelizable && plan.nodes[id].parallelism > 0) {
+      const int64_t before = IntAttr(args.attrs, "num_parallel_calls", 0);
+      Parallelize(n, plan.nodes[id].parallelism, &op, &args.attrs);
+      changed = changed || op != n.op() ||
+                IntAttr(args.attrs, "num_parallel_calls", 0) != before;
+    }
+    DatasetPtr out;
+    if (!changed && !fresh) {
+      out = order[id];  // unchanged: keep the node (and any state it shares)
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(out, Registry::Global().CreateOp(op, std::move(args)));
+    }
+    if (cache[id]) {
+      Dataset c = BuildDataset("Cache", {{"filename", std::string()}}, {DatasetOf(out)});
+      SLUICE_RETURN_IF_ERROR(c.status());
+      out = NodeOf(c);
+    }
+    rebuilt[order[id].get()] = out;
+  }
+  Dataset result = DatasetOf(rebuilt.at(root.get()));
+  if (plan.prefetch > 0) {
+    if (root->op() == "Prefetch") {
+      AttrMap attrs = NodeOf(result)->attrs();
+      attrs["buffer_size"] = plan.prefetch;
+      result = BuildDataset("Prefetch", attrs, {DatasetOf(NodeOf(result)->input(0))});
+    } else {
+      result = BuildDataset("Prefetch", {{"buffer_size", plan.prefetch}}, {result});
+    }
+  }
+  SLUICE_RETURN_IF_ERROR(result.status());
+  return result.WithOptions(ds.options());
+}
+
+Result<Dataset> Optimize(const Dataset& ds, const OptimizeOptions& opts) {
+  SLUICE_ASSIGN_OR_RETURN(Trace trace, TracePipeline(ds, opts.trace));
+  SLUICE_ASSIGN_OR_RETURN(Analysis analysis, Analyze(trace));
+  SLUICE_ASSIGN_OR_RETURN(Plan plan, MakePlan(analysis, opts.plan));
+  return ApplyPlan(ds, plan);
+}
+
+}  // namespace sluice::plumber

@@ -1,0 +1,130 @@
+// The doctor's analysis: visit ratios, rates, materialized sizes, randomness, sequential
+// nodes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "sluice/plumber.h"
+#include "testing/plumber_fixtures.h"
+
+namespace sluice::plumber {
+namespace {
+
+using testing::BurnFunction;
+
+TraceOptions Quick(double seconds = 0.3) {
+  TraceOptions o;
+  o.seconds = seconds;
+  o.warmup_seconds = 0.05;
+  o.measure_bandwidth = false;
+  return o;
+}
+
+TEST(AnalysisTest, VisitRatiosAndRates) {
+  Dataset ds = Dataset::Range(1 << 30).Map(BurnFunction("burn", 50000)).Batch(4);
+  auto t = TracePipeline(ds, Quick());
+  ASSERT_TRUE(t.ok());
+  auto a = Analyze(*t);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->root, 2);
+  EXPECT_NEAR(a->nodes[2].visit_ratio, 1.0, 1e-9);
+  EXPECT_NEAR(a->nodes[1].visit_ratio, 4.0, 0.3);
+  EXPECT_NEAR(a->nodes[0].visit_ratio, 4.0, 0.3);
+  // 4 maps of 50 us per batch: about 200 us of CPU per root element, 5000 batches/s/core.
+  EXPECT_NEAR(a->nodes[1].cpu_ns_per_root, 200000, 40000);
+  EXPECT_NEAR(a->nodes[1].rate_per_core, 5000, 1000);
+  EXPECT_GT(a->root_elements_per_second, 0);
+  EXPECT_FALSE(a->nodes[1].sequential);
+  EXPECT_TRUE(a->nodes[0].sequential);
+  EXPECT_EQ(a->nodes[1].cardinality, 1 << 30);
+}
+
+TEST(AnalysisTest, PythonLikeFunctionIsSequential) {
+  Dataset ds = Dataset::Range(1 << 30).Map(BurnFunction("py", 10000, /*stateful=*/true));
+  auto t = TracePipeline(ds, Quick(0.1));
+  ASSERT_TRUE(t.ok());
+  auto a = Analyze(*t);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->nodes[1].sequential);
+  EXPECT_TRUE(a->nodes[1].gil);
+}
+
+// Sizes of every node from the source files' sizes, after reading 10% of the files.
+TEST(AnalysisTest, MaterializedSizeWithin5PercentAfter10PercentOfFiles) {
+  std::string dir = std::filesystem::temp_directory_path() /
+                    ("plumber_sizes_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::vector<int> counts;
+  int first_two = 0;
+  for (int f = 0; f < 20; ++f) {
+    counts.push_back(40 + (f * 37) % 90);  // 40..129 records: files of different sizes
+    if (f < 2) first_two += counts.back();
+  }
+  auto files = testing::WriteRecordFiles(dir, counts, 700);
+  ASSERT_EQ(files.size(), 20u);
+  Dataset ds = Dataset::TFRecord(files).Map(BurnFunction("m", 1000)).Batch(3);
+
+  // The truth: one full pass.
+  TraceOptions full = Quick(30);
+  full.warmup_seconds = 0;
+  auto whole = TracePipeline(ds, full);
+  ASSERT_TRUE(whole.ok());
+  auto truth = Analyze(*whole);
+  ASSERT_TRUE(truth.ok());
+  EXPECT_NEAR(truth->seen_fraction, 1.0, 1e-9);
+
+  // 10% of the files (the first 2 of 20).
+  TraceOptions part = full;
+  part.max_elements = first_two / 3;
+  auto partial = TracePipeline(ds, part);
+  ASSERT_TRUE(partial.ok());
+  auto est = Analyze(*partial);
+  ASSERT_TRUE(est.ok());
+  EXPECT_LT(est->seen_fraction, 0.2);
+  for (int id : {0, 1, 2}) {
+    const double want = truth->nodes[id].materialized_bytes;
+    const double got = est->nodes[id].materialized_bytes;
+    ASSERT_GT(want, 0) << id;
+    EXPECT_NEAR(got / want, 1.0, 0.05) << "node " << id << " " << est->nodes[id].name
+                                       << ": estimated " << got << " true " << want;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AnalysisTest, RandomnessPropagatesUpward) {
+  FunctionTraits random_traits;
+  random_traits.is_random = true;
+  Function noisy = Function::Map(
+      "noisy", [](Element e, FunctionContext&) -> Result<Element> { return e; }, random_traits);
+  Dataset ds = Dataset::Range(1000)
+                   .Map(BurnFunction("a", 1000))   // 1
+                   .Shuffle(10, 7)                 // 2: random
+                   .Map(BurnFunction("b", 1000))   // 3
+                   .Map(noisy)                     // 4: random function
+                   .Batch(5)                       // 5
+                   .Repeat();                      // 6
+  auto t = TracePipeline(ds, Quick(0.2));
+  ASSERT_TRUE(t.ok());
+  auto a = Analyze(*t);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->nodes[0].random_at_or_below);
+  EXPECT_FALSE(a->nodes[1].random_at_or_below);
+  EXPECT_TRUE(a->nodes[1].cacheable);
+  for (int id = 2; id <= 6; ++id) {
+    EXPECT_TRUE(a->nodes[id].random_at_or_below) << id;
+    EXPECT_FALSE(a->nodes[id].cacheable) << id;
+  }
+  EXPECT_EQ(a->nodes[6].cardinality, kInfiniteCardinality);
+  EXPECT_LT(a->nodes[6].materialized_bytes, 0);
+}
+
+TEST(AnalysisTest, EmptyWindowIsAnError) {
+  Trace t;
+  t.nodes.resize(1);
+  auto a = Analyze(t);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().ToString().find("no elements"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::plumber

@@ -1,0 +1,89 @@
+// The rewriter: the plan applied yields the same elements (same seeds); the one-liner.
+#include <gtest/gtest.h>
+
+#include "graph/dataset_access.h"
+#include "sluice/plumber.h"
+#include "sluice/serialize.h"
+#include "testing/plumber_fixtures.h"
+
+namespace sluice::plumber {
+namespace {
+
+using testing::BurnFunction;
+
+Function NoisyFunction() {
+  FunctionTraits t;
+  t.is_random = true;
+  return Function::Map(
+      "noisy",
+      [](Element e, FunctionContext& ctx) -> Result<Element> {
+        int64_t v = e[0].scalar<int64_t>();
+        return Element{Tensor::Scalar<int64_t>(v * 1000 + static_cast<int64_t>(ctx.rng().UniformInt(1000)))};
+      },
+      t);
+}
+
+// A deterministic pipeline with random parts (seeded): the rewrite must not change it.
+Dataset Pipeline() {
+  return Dataset::Range(300)
+      .Map(BurnFunction("burn", 20000))
+      .Filter(Function::Predicate("odd",
+                                  [](const Element& e, FunctionContext&) -> Result<bool> {
+                                    return e[0].scalar<int64_t>() % 3 != 0;
+                                  }))
+      .Shuffle(40, /*seed=*/11)
+      .Map(NoisyFunction())
+      .Batch(7);
+}
+
+void ExpectSameElements(const Dataset& a, const Dataset& b) {
+  auto x = a.Collect();
+  auto y = b.Collect();
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ASSERT_EQ(x->size(), y->size());
+  for (size_t i = 0; i < x->size(); ++i) {
+    ASSERT_TRUE((*x)[i].ContentEquals((*y)[i])) << i << ": " << (*x)[i].DebugString()
+                                                << " vs " << (*y)[i].DebugString();
+  }
+}
+
+TEST(RewriterTest, AppliedPlanYieldsTheSameElements) {
+  Dataset ds = Pipeline();
+  Plan plan;
+  for (int64_t id = 0; id < 6; ++id) plan.nodes.push_back({id, 0, 3, 0});
+  plan.cache_nodes = {1};  // after the burn map, below the shuffle
+  plan.prefetch = 4;
+  auto out = ApplyPlan(ds, plan);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const std::string shown = DatasetGraphDebugString(*out);
+  EXPECT_NE(shown.find("ParallelMap"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("ParallelFilter"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("ParallelBatch"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("Cache"), std::string::npos) << shown;
+  EXPECT_EQ(NodeOf(*out)->op(), "Prefetch");
+  ExpectSameElements(ds, *out);
+  ExpectSameElements(ds, *out);  // a second epoch (from the cache)
+}
+
+TEST(RewriterTest, PlanForAnotherGraphIsRefused) {
+  Plan plan;
+  plan.nodes.resize(2);
+  auto out = ApplyPlan(Pipeline(), plan);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().ToString().find("2 nodes"), std::string::npos);
+}
+
+TEST(RewriterTest, OptimizeOneLiner) {
+  Dataset ds = Pipeline();
+  OptimizeOptions o;
+  o.trace.seconds = 0.3;
+  o.trace.warmup_seconds = 0.02;
+  auto fast = Optimize(ds, o);
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  EXPECT_NE(DatasetGraphDebugString(*fast).find("ParallelMap"), std::string::npos);
+  ExpectSameElements(ds, *fast);  // the trace ran a copy: this is ds's first pass
+}
+
+}  // namespace
+}  // namespace sluice::plumber
