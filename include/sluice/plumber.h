@@ -136,6 +136,8 @@ struct NodeAnalysis {
   // unknown (infinite, or not traceable to files or a known cardinality).
   double materialized_bytes = -1;
   bool random_at_or_below = false;  // it or an input below it is random: never cached
+  // Deterministic below, finite with a known size, read again (below a Repeat) and not
+  // already below a Cache.
   bool cacheable = false;
   bool sequential = false;          // theta <= 1 (cannot be made parallel)
   bool gil = false;                 // sequential because its function must run alone
@@ -185,6 +187,8 @@ struct Plan {
   double predicted_rate_no_cache = 0;
   double cpu_bound = 0;            // the LP's X without the disk bound
   double disk_bound = 0;           // root elements/s the disk allows (inf: no files)
+  // The bottlenecks are those of the pipeline as traced (no cache added): the cache is
+  // the plan's remedy, reported with the plan.
   std::vector<NodePlan> nodes;     // by id
   std::vector<int64_t> cache_nodes;  // ids to cache after (MILP)
   int64_t cache_bytes = 0;

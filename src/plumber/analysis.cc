@@ -67,6 +67,19 @@ Result<Analysis> Analyze(const Trace& trace) {
                   x.materialized_bytes >= 0 && n.id != a.root;
     op_cpu += n.cpu_ns;
   }
+  // A cache pays only where the data is read again: below a Repeat, and not already
+  // below a Cache.
+  std::vector<bool> repeated(trace.nodes.size(), false), cached(trace.nodes.size(), false);
+  for (int64_t id = a.root; id >= 0; --id) {
+    const TraceNode& n = trace.nodes[id];
+    const bool repeats = n.op == "Repeat" || n.op == "ShuffleAndRepeat";
+    for (int64_t in : n.inputs) {
+      repeated[in] = repeated[in] || repeated[id] || repeats;
+      cached[in] = cached[in] || cached[id] || n.op == "Cache";
+    }
+    NodeAnalysis& x = a.nodes[id];
+    x.cacheable = x.cacheable && repeated[id] && !cached[id] && n.op != "Cache";
+  }
   const int64_t cores = std::max<int64_t>(1, trace.machine.cores);
   a.cpu_utilization = trace.process_cpu_ns / (cores * dur);
   a.disk_bytes_per_root = trace.window_file_bytes / re;

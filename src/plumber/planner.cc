@@ -295,8 +295,8 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
   plan.cache_nodes = caches;
   for (int64_t c : caches) plan.cache_bytes += static_cast<int64_t>(a.nodes[c].materialized_bytes);
   plan.predicted_rate = e.x;
-  plan.cpu_bound = e.x_cpu;
-  plan.disk_bound = e.disk;
+  plan.cpu_bound = base.x_cpu;
+  plan.disk_bound = base.disk;
 
   int64_t max_par = 1;
   for (const NodeAnalysis& n : a.nodes) {
@@ -322,11 +322,11 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
   double total_cost = a.framework_ns_per_root;
   int64_t top = -1;
   for (const NodeAnalysis& n : a.nodes) {
-    total_cost += e.cost[n.id];
-    if (top < 0 || e.cost[n.id] > e.cost[top]) top = n.id;
+    total_cost += base.cost[n.id];
+    if (top < 0 || base.cost[n.id] > base.cost[top]) top = n.id;
   }
   const std::string unit = "elements/s";
-  if (top >= 0 && e.cost[top] > 0) {
+  if (top >= 0 && base.cost[top] > 0) {
     const NodeAnalysis& t = a.nodes[top];
     const double bound = total_cost > 0 ? cores * 1e9 / total_cost : kInf;
     char buf[512];
@@ -334,9 +334,9 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
                   "%s runs at %s %s per core and has %.2g of %.0f cores: the pipeline is "
                   "CPU-bound at %s %s (all operators together need %.3g ms of CPU per "
                   "element; %.0f%% of it in %s)",
-                  t.name.c_str(), Rate(1e9 / e.cost[top]).c_str(), unit.c_str(),
-                  e.theta[top], cores, Rate(bound).c_str(), unit.c_str(), total_cost / 1e6,
-                  100.0 * e.cost[top] / total_cost, t.name.c_str());
+                  t.name.c_str(), Rate(1e9 / base.cost[top]).c_str(), unit.c_str(),
+                  base.theta[top], cores, Rate(bound).c_str(), unit.c_str(), total_cost / 1e6,
+                  100.0 * base.cost[top] / total_cost, t.name.c_str());
     ranked.push_back({{"cpu", top, buf, bound}, 2});
   }
   for (const auto& g : SequentialGroups(a)) {
@@ -344,13 +344,13 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
     int64_t worst = g[0];
     bool gil = false;
     for (int64_t i : g) {
-      c += e.cost[i];
-      if (e.cost[i] > e.cost[worst]) worst = i;
+      c += base.cost[i];
+      if (base.cost[i] > base.cost[worst]) worst = i;
       gil = gil || a.nodes[i].gil;
     }
     if (c <= 0) continue;
     const double bound = 1e9 / c;
-    if (bound > std::max(e.x_cpu, 1e-9) * 1.5) continue;  // far from binding
+    if (bound > std::max(base.x_cpu, 1e-9) * 1.5) continue;  // far from binding
     char buf[512];
     if (gil) {
       std::snprintf(buf, sizeof buf,
@@ -366,7 +366,7 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
     }
     ranked.push_back({{gil ? "gil" : "sequential", worst, buf, bound}, 1});
   }
-  if (std::isfinite(e.disk)) {
+  if (std::isfinite(base.disk)) {
     char buf[512];
     const bool par = a.trace.machine.parallel_read_bps > 0;
     std::snprintf(buf, sizeof buf,
@@ -375,8 +375,8 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
                   Bytes(a.trace.machine.sequential_read_bps).c_str(),
                   Bytes(par ? a.trace.machine.parallel_read_bps : 0).c_str(),
                   static_cast<long long>(a.trace.machine.parallel_readers),
-                  Bytes(a.disk_bytes_per_root).c_str(), Rate(e.disk).c_str(), unit.c_str());
-    ranked.push_back({{"disk", -1, buf, e.disk}, 0});
+                  Bytes(a.disk_bytes_per_root).c_str(), Rate(base.disk).c_str(), unit.c_str());
+    ranked.push_back({{"disk", -1, buf, base.disk}, 0});
   }
   // Memory: the best cache does not fit, and it would have helped.
   if (opts.force_cache.empty() && opts.allow_cache) {
@@ -398,14 +398,14 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
                     a.nodes[best].name.c_str(), Rate(best_rate).c_str(), unit.c_str(),
                     Bytes(a.nodes[best].materialized_bytes).c_str(),
                     Bytes(static_cast<double>(budget)).c_str());
-      ranked.push_back({{"memory", best, buf, plan.predicted_rate}, -1});
+      ranked.push_back({{"memory", best, buf, plan.predicted_rate_no_cache}, -1});
     }
   }
   // The consumer: it kept the pipeline waiting (its own step is the limit).
   const double consumer_rate =
       a.trace.consumer_ns > 0 ? a.trace.nodes[a.root].elements * 1e9 / a.trace.consumer_ns
                               : kInf;
-  if (a.consumer_wait_fraction < 0.5 && consumer_rate < plan.predicted_rate) {
+  if (a.consumer_wait_fraction < 0.5 && consumer_rate < plan.predicted_rate_no_cache) {
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "the consumer takes %.3g ms per element and waited for the pipeline only "
@@ -413,7 +413,7 @@ Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
                   "at %s %s; the pipeline could deliver %s)",
                   1e3 / consumer_rate, 100 * a.consumer_wait_fraction,
                   Rate(consumer_rate).c_str(), unit.c_str(),
-                  Rate(plan.predicted_rate).c_str());
+                  Rate(plan.predicted_rate_no_cache).c_str());
     ranked.push_back({{"consumer", -1, buf, consumer_rate}, -2});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {

@@ -94,7 +94,9 @@ std::string ReportText(const Analysis& a, const Plan& p) {
   for (int64_t c : p.cache_nodes) {
     s << "  cache after " << a.nodes[c].name << " #" << c << " ("
       << Fmt("%.3g", a.nodes[c].materialized_bytes / 1048576.0) << " MiB of a "
-      << Fmt("%.3g", p.ram_budget / 1048576.0) << " MiB budget)\n";
+      << Fmt("%.3g", p.ram_budget / 1048576.0) << " MiB budget): from "
+      << Fmt("%.4g", p.predicted_rate_no_cache) << " to " << Fmt("%.4g", p.predicted_rate)
+      << " elements/s once the first pass has filled it\n";
   }
   if (p.prefetch > 0) s << "  prefetch " << p.prefetch << " at the output\n";
   s << "\nWhat if:\n";
