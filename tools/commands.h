@@ -18,6 +18,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddSpecCommand(CLI::App& app, int* exit_code);
 // sluice ops [NAME] [--json|--markdown] [--all] (tools/ops_command.cc)
 void AddOpsCommand(CLI::App& app, int* exit_code);
+// sluice plumber [spec.json] [--trace t] [--apply out.json] [--json] [--html r.html]
+// (tools/plumber_command.cc)
+void AddPlumberCommand(CLI::App& app, int* exit_code);
 
 }  // namespace sluice
 

@@ -3,6 +3,7 @@
 //   sluice demo [--data-dir DIR] [--imagenet-dir DIR] [--batch-size N] [--epochs N] [--json]
 //   sluice datagen imagenet|text ...      (tools/datagen_command.cc)
 //   sluice bench <suite> ...              (tools/bench_command.cc)
+//   sluice plumber [spec.json] ...        (tools/plumber_command.cc)
 //   sluice version
 //
 // Later parts of the system add plumber, profile, dispatcher and worker.
@@ -295,6 +296,7 @@ int main(int argc, char** argv) {
   sluice::AddBenchCommand(app, &exit_code);
   sluice::AddSpecCommand(app, &exit_code);
   sluice::AddOpsCommand(app, &exit_code);
+  sluice::AddPlumberCommand(app, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return sluice::RunDemo(dir, imagenet_dir, batch_size, epochs, json);

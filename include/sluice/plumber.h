@@ -152,6 +152,9 @@ struct Analysis {
   double disk_bytes_per_root = 0;       // file bytes read per root element
   double disk_utilization = 0;          // read rate / parallel bandwidth
   double framework_ns_per_root = 0;     // CPU outside the operators, per root element
+  // Factor applied to the operators' sampled CPU estimates so that they add up to at
+  // most the process's measured CPU (1: none needed).
+  double cpu_scale = 1;
   double consumer_wait_fraction = 0;    // share of the window the consumer waited
   double seen_fraction = 0;             // share of the input files' bytes read
 };
@@ -218,6 +221,14 @@ struct OptimizeOptions {
 // Trace, analyze, plan and rewrite in one call.
 Result<Dataset> Optimize(const Dataset& ds, const OptimizeOptions& opts = {});
 
+// Root elements per second of `ds` over `seconds` after `warmup_seconds` (the pipeline as
+// it would run: its options, its rewrites), with `cpu_budget` cores (0: its options').
+// A pipeline that ends early is measured over what it delivered. For predicted vs
+// measured: a plan with a cache predicts the rate once the cache is full, so warm up
+// past the first pass.
+Result<double> MeasureThroughput(const Dataset& ds, double seconds, double warmup_seconds = 0.5,
+                                 int64_t cpu_budget = 0);
+
 // ---- Reports ----
 
 // Ranked bottlenecks in plain words, the per-node table and the what-ifs.
@@ -226,7 +237,8 @@ std::string ReportText(const Analysis& analysis, const Plan& plan);
 std::string ReportJson(const Analysis& analysis, const Plan& plan, int indent = 2);
 // A self-contained HTML page with inline SVG charts (per-node rates, the CPU/disk
 // roofline, predicted vs measured). `measured_after` (root elements/s of the rewritten
-// pipeline) adds the measured bar when > 0. <body> carries data-charts-rendered="3".
+// pipeline) adds the measured bar when > 0. An inline script marks <body> with
+// data-charts-rendered="<number of charts>" (3) once the page has loaded.
 std::string ReportHtml(const Analysis& analysis, const Plan& plan, double measured_after = 0);
 
 }  // namespace plumber

@@ -37,10 +37,10 @@ Result<Analysis> Analyze(const Trace& trace) {
     x.id = n.id;
     x.name = n.name;
     x.visit_ratio = n.elements / re;
-    x.cpu_ns_per_root = n.cpu_ns / re;
+    x.cpu_ns_per_root = std::max<int64_t>(0, n.cpu_ns) / re;
     x.rate_per_core = x.cpu_ns_per_root > 0 ? 1e9 / x.cpu_ns_per_root
                                             : std::numeric_limits<double>::infinity();
-    x.utilization = n.cpu_ns / dur;
+    x.utilization = std::max<int64_t>(0, n.cpu_ns) / dur;
     const int64_t elems = n.total_elements > 0 ? n.total_elements : n.elements;
     const int64_t bytes = n.total_elements > 0 ? n.total_bytes_produced : n.bytes_produced;
     x.bytes_per_element = elems > 0 ? static_cast<double>(bytes) / elems : 0;
@@ -65,7 +65,18 @@ Result<Analysis> Analyze(const Trace& trace) {
     x.gil = n.stateful_function;
     x.cacheable = !x.random_at_or_below && !stateful_below[n.id] &&
                   x.materialized_bytes >= 0 && n.id != a.root;
-    op_cpu += n.cpu_ns;
+    op_cpu += std::max<int64_t>(0, n.cpu_ns);
+  }
+  // The operators' CPU is estimated from sampled calls; the process's is exact. When the
+  // estimates add up to more than the process used, scale them down to it.
+  if (trace.process_cpu_ns > 0 && op_cpu > trace.process_cpu_ns) {
+    a.cpu_scale = trace.process_cpu_ns / op_cpu;
+    for (NodeAnalysis& x : a.nodes) {
+      x.cpu_ns_per_root *= a.cpu_scale;
+      x.rate_per_core /= a.cpu_scale;
+      x.utilization *= a.cpu_scale;
+    }
+    op_cpu = static_cast<double>(trace.process_cpu_ns);
   }
   // A cache pays only where the data is read again: below a Repeat, and not already
   // below a Cache.

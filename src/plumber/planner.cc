@@ -255,13 +255,33 @@ Result<LpResult> SolveLp(const Analysis& a, const std::vector<double>& cost, dou
   LpResult r;
   r.x = glp_get_col_prim(p.get(), 1);
   for (int i = 0; i < n; ++i) r.theta.push_back(glp_get_col_prim(p.get(), i + 2));
-  // Spread spare cores: theta_i = X c_i / 1e9 is what X needs; keep the LP's minimum.
-  for (int i = 0; i < n; ++i) r.theta[i] = std::max(r.theta[i], r.x * cost[i] / 1e9);
+  // The LP may hand spare cores to any node; report what X needs: theta_i = X c_i / 1e9.
+  for (int i = 0; i < n; ++i) r.theta[i] = r.x * cost[i] / 1e9;
   return r;
 }
 
-Result<Plan> MakePlan(const Analysis& a, const PlanOptions& opts) {
-  if (a.nodes.empty()) return InvalidArgumentError("plumber: empty analysis");
+Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
+  if (traced.nodes.empty()) return InvalidArgumentError("plumber: empty analysis");
+  // First pass: which sequential-form ops (Map, Filter, Batch, Interleave) earn more than
+  // one core. Those that do not stay sequential (a thread of their own would cost a
+  // handoff per element and gain nothing), so the second pass plans them as such.
+  Analysis a = traced;
+  {
+    const double c0 = static_cast<double>(
+        opts.cores > 0 ? opts.cores : std::max<int64_t>(1, traced.trace.machine.cores));
+    std::vector<double> cost;
+    for (const NodeAnalysis& n : traced.nodes) cost.push_back(n.cpu_ns_per_root);
+    SLUICE_ASSIGN_OR_RETURN(LpResult first, SolveLp(traced, cost, c0, kInf));
+    for (NodeAnalysis& n : a.nodes) {
+      const std::string& op = a.trace.nodes[n.id].op;
+      const bool sequential_form =
+          op == "Map" || op == "Filter" || op == "Batch" || op == "Interleave";
+      if (!n.sequential && sequential_form && first.theta[n.id] <= 1.0) {
+        n.sequential = true;
+        a.trace.nodes[n.id].parallelizable = false;
+      }
+    }
+  }
   Plan plan;
   const double cores =
       static_cast<double>(opts.cores > 0 ? opts.cores : std::max<int64_t>(1, a.trace.machine.cores));

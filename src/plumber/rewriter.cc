@@ -1,4 +1,5 @@
 // The rewriter: rebuilds the graph with the plan's parallelism, caches and prefetch.
+#include <chrono>
 #include <unordered_map>
 
 #include "graph/dataset_access.h"
@@ -117,6 +118,29 @@ Result<Dataset> Optimize(const Dataset& ds, const OptimizeOptions& opts) {
   SLUICE_ASSIGN_OR_RETURN(Analysis analysis, Analyze(trace));
   SLUICE_ASSIGN_OR_RETURN(Plan plan, MakePlan(analysis, opts.plan));
   return ApplyPlan(ds, plan);
+}
+
+Result<double> MeasureThroughput(const Dataset& ds, double seconds, double warmup_seconds,
+                                 int64_t cpu_budget) {
+  using Clock = std::chrono::steady_clock;
+  Options extra;
+  if (cpu_budget > 0) extra.autotune.cpu_budget = cpu_budget;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, ds.MakeIterator(extra));
+  const auto warm_end = Clock::now() + std::chrono::duration<double>(warmup_seconds);
+  while (Clock::now() < warm_end) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+    if (!e) return FailedPreconditionError("plumber: the pipeline ended during the warm-up");
+  }
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  int64_t n = 0;
+  while (Clock::now() < end) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+    if (!e) break;
+    ++n;
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - start).count();
+  return s > 0 ? n / s : 0.0;
 }
 
 }  // namespace sluice::plumber

@@ -168,11 +168,15 @@ std::vector<TraceNode> DescribeGraph(const Dataset& ds) {
       t.random = def->traits().random;
       t.async = def->traits().async;
     }
+    bool cheap = !n->functions().empty();
     for (const Function& f : n->functions()) {
       t.random = t.random || f.is_random();
       t.stateful_function = t.stateful_function || f.traits().stateful;
+      cheap = cheap && f.traits().cheap;
     }
-    t.parallelizable = IsParallelizableOp(t.op) && !t.stateful_function;
+    // A cheap function (a view) costs less than a handoff: never worth a thread.
+    t.parallelizable = IsParallelizableOp(t.op) && !t.stateful_function &&
+                       !(cheap && (t.op == "Map" || t.op == "Filter"));
     auto it = n->attrs().find("num_parallel_calls");
     if (it != n->attrs().end()) {
       if (auto* v = std::get_if<int64_t>(&it->second)) t.parallelism_attr = *v;
