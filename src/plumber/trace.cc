@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -213,8 +214,33 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
     for (const auto& [name, value] : n->attrs()) CollectFiles(base, value, &trace.file_sizes);
   }
 
+  // A sampler thread folds snapshots every 5 ms (warm-up included), so an iterator that
+  // is rebuilt (a Repeat's input each epoch) is seen before it catches up with the old
+  // one's counts, even while the consumer waits in a long GetNext.
   Accumulator acc(trace.nodes.size());
   const Accumulator empty = acc;
+  std::mutex acc_mu;
+  std::atomic<bool> stop_sampler{false};
+  Iterator* raw = it.get();
+  std::thread sampler([&] {
+    while (!stop_sampler.load()) {
+      PipelineStats snap = raw->Snapshot();
+      {
+        std::lock_guard<std::mutex> l(acc_mu);
+        acc.Add(snap);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  struct Joiner {
+    std::atomic<bool>* stop;
+    std::thread* t;
+    ~Joiner() {
+      stop->store(true);
+      if (t->joinable()) t->join();
+    }
+  } joiner{&stop_sampler, &sampler};
+
   const auto run_start = Clock::now();
   const int64_t cpu_run_start = ProcessCpuNs();
   auto warm_end = run_start + std::chrono::duration<double>(opts.warmup_seconds);
@@ -224,14 +250,17 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
     if (!e) done = true;
   }
-  acc.Add(it->Snapshot());
-  // A pipeline that ended during the warm-up is measured over its whole run.
-  const Accumulator start_acc = done ? empty : acc;
+  Accumulator start_acc = empty;
+  {
+    std::lock_guard<std::mutex> l(acc_mu);
+    acc.Add(it->Snapshot());
+    // A pipeline that ended during the warm-up is measured over its whole run.
+    if (!done) start_acc = acc;
+  }
   const auto window_start = done ? run_start : Clock::now();
   const int64_t cpu_start = done ? cpu_run_start : ProcessCpuNs();
   const uint64_t read_start = done ? 0 : counting.TotalBytesRead();
   const auto window_end = window_start + std::chrono::duration<double>(opts.seconds);
-  auto last_sample = window_start;
   int64_t in_next_ns = 0;
   while (!done) {
     const auto t0 = Clock::now();
@@ -246,11 +275,9 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
           std::chrono::duration<double>(opts.consumer_seconds_per_element));
     }
     if (opts.max_elements > 0 && produced >= opts.max_elements) break;
-    if (t1 - last_sample > std::chrono::milliseconds(10)) {
-      acc.Add(it->Snapshot());
-      last_sample = t1;
-    }
   }
+  stop_sampler = true;
+  sampler.join();
   PipelineStats end = it->Snapshot();
   acc.Add(end);
   const auto window_stop = Clock::now();
