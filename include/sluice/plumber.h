@@ -52,6 +52,13 @@ struct MachineFacts {
   double sequential_read_bps = 0;
   double parallel_read_bps = 0;
   int64_t parallel_readers = 0;
+  // Share of the CPU the pipeline's threads got while they were runnable (from
+  // /proc/self/task/*/schedstat: run time / (run time + run-queue wait)); below 1 when
+  // other processes compete for the cores. The planner plans for cores x this.
+  double cpu_availability = 1;
+  // CPU one handoff of an element through a parallel op's buffer costs (ns), measured
+  // by a calibration run; the planner charges it for every op it makes parallel.
+  double handoff_ns = 0;
 };
 
 // One node of the traced graph with its counters over the traced window. Iterators of
@@ -152,6 +159,7 @@ struct Analysis {
   double disk_bytes_per_root = 0;       // file bytes read per root element
   double disk_utilization = 0;          // read rate / parallel bandwidth
   double framework_ns_per_root = 0;     // CPU outside the operators, per root element
+  double framework_ns_per_visit = 0;    // the same per element any node produces
   // Factor applied to the operators' sampled CPU estimates so that they add up to at
   // most the process's measured CPU (1: none needed).
   double cpu_scale = 1;
@@ -167,6 +175,9 @@ struct PlanOptions {
   int64_t cores = 0;        // 0: the traced machine's
   int64_t ram_budget = 0;   // bytes a cache may use; 0: the trace's budget, else memory/2
   double disk_scale = 1;    // what-if: the disk's bandwidth times this
+  // The share of the cores the pipeline will get (MachineFacts::cpu_availability); 0: the
+  // share measured during the trace. 1 plans for an idle machine.
+  double cpu_availability = 0;
   bool allow_cache = true;
   std::vector<int64_t> force_cache;  // what-if: node ids to cache whatever they cost
 };
@@ -228,6 +239,15 @@ Result<Dataset> Optimize(const Dataset& ds, const OptimizeOptions& opts = {});
 // past the first pass.
 Result<double> MeasureThroughput(const Dataset& ds, double seconds, double warmup_seconds = 0.5,
                                  int64_t cpu_budget = 0);
+// The same with the share of the CPU the pipeline got while runnable in the window
+// (MachineFacts::cpu_availability): on a shared machine, compare a prediction made at this
+// availability (MakePlan on a trace whose machine.cpu_availability is set to it).
+struct Measurement {
+  double rate = 0;
+  double cpu_availability = 1;
+};
+Result<Measurement> Measure(const Dataset& ds, double seconds, double warmup_seconds = 0.5,
+                            int64_t cpu_budget = 0);
 
 // ---- Reports ----
 

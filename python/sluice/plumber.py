@@ -71,11 +71,13 @@ def optimize(ds, seconds=2.0, warmup=0.3, cores=0, ram_budget=0):
                                           int(cores), int(ram_budget)), ds)
 
 
-def diagnose(ds, seconds=2.0, warmup=0.3, cores=0, ram_budget=0, save_trace=""):
+def diagnose(ds, seconds=2.0, warmup=0.3, cores=0, ram_budget=0, save_trace="",
+             cpu_availability=0):
     """Traces ``ds`` and returns its Report (optionally saving the trace file, which
-    ``diagnose_trace`` and ``sluice plumber --trace`` read later)."""
+    ``diagnose_trace`` and ``sluice plumber --trace`` read later). ``cpu_availability``:
+    the share of the cores to plan for (0: what the trace measured; 1: an idle machine)."""
     d = _sluice.plumber_diagnose(_native(ds), float(seconds), float(warmup), int(cores),
-                                 int(ram_budget), str(save_trace))
+                                 int(ram_budget), str(save_trace), float(cpu_availability))
     return Report(d, ds)
 
 

@@ -14,13 +14,14 @@ namespace python {
 namespace {
 
 plumber::OptimizeOptions MakeOptions(double seconds, double warmup, int64_t cores,
-                                     int64_t ram_budget) {
+                                     int64_t ram_budget, double cpu_availability = 0) {
   plumber::OptimizeOptions o;
   o.trace.seconds = seconds;
   o.trace.warmup_seconds = warmup;
   o.trace.cpu_budget = cores;
   o.plan.cores = cores;
   o.plan.ram_budget = ram_budget;
+  o.plan.cpu_availability = cpu_availability;
   return o;
 }
 
@@ -58,8 +59,9 @@ void BindPlumber(py::module_& m) {
   m.def(
       "plumber_diagnose",
       [](const Dataset& ds, double seconds, double warmup, int64_t cores, int64_t ram_budget,
-         std::string save_trace) {
-        plumber::OptimizeOptions o = MakeOptions(seconds, warmup, cores, ram_budget);
+         std::string save_trace, double cpu_availability) {
+        plumber::OptimizeOptions o =
+            MakeOptions(seconds, warmup, cores, ram_budget, cpu_availability);
         Result<plumber::Trace> t = [&] {
           py::gil_scoped_release release;
           return plumber::TracePipeline(ds, o.trace);
@@ -69,7 +71,7 @@ void BindPlumber(py::module_& m) {
         return Diagnose(trace, o.plan, &ds);
       },
       py::arg("ds"), py::arg("seconds"), py::arg("warmup"), py::arg("cores"),
-      py::arg("ram_budget"), py::arg("save_trace"));
+      py::arg("ram_budget"), py::arg("save_trace"), py::arg("cpu_availability"));
   m.def(
       "plumber_diagnose_trace",
       [](std::string path, int64_t cores, int64_t ram_budget) {

@@ -98,6 +98,11 @@ Result<Analysis> Analyze(const Trace& trace) {
   a.disk_utilization =
       trace.machine.parallel_read_bps > 0 ? read_bps / trace.machine.parallel_read_bps : 0;
   a.framework_ns_per_root = std::max(0.0, (trace.process_cpu_ns - op_cpu) / re);
+  // Charged per element each node produces (handoffs between iterators, the stats
+  // plane), so a cache that removes nodes removes their share.
+  double visits = 0;
+  for (const NodeAnalysis& x : a.nodes) visits += x.visit_ratio;
+  a.framework_ns_per_visit = visits > 0 ? a.framework_ns_per_root / visits : 0;
   a.consumer_wait_fraction = std::clamp(1.0 - trace.consumer_ns / dur, 0.0, 1.0);
   return a;
 }

@@ -92,6 +92,15 @@ struct Evaluation {
   std::vector<double> cost;  // ns per root element after caching
 };
 
+bool SequentialForm(const std::string& op) {
+  return op == "Map" || op == "Filter" || op == "Batch" || op == "Interleave";
+}
+
+// Whether the plan turns node `id` from a sequential op into a parallel one.
+bool MadeParallel(const Analysis& a, int64_t id) {
+  return SequentialForm(a.trace.nodes[id].op) && !a.nodes[id].sequential;
+}
+
 double DiskBound(const Analysis& a, const std::vector<bool>& cached, double scale) {
   const auto& m = a.trace.machine;
   if (a.disk_bytes_per_root <= 0) return kInf;
@@ -115,11 +124,38 @@ Result<Evaluation> Evaluate(const Analysis& a, double cores, double disk_scale,
   std::vector<bool> cached(a.nodes.size(), false);
   for (int64_t c : caches) Subtree(a, c, &cached);
   e.cost.resize(a.nodes.size());
-  for (const NodeAnalysis& n : a.nodes) e.cost[n.id] = cached[n.id] ? 0 : n.cpu_ns_per_root;
+  for (const NodeAnalysis& n : a.nodes) {
+    e.cost[n.id] =
+        cached[n.id] ? 0 : n.cpu_ns_per_root + a.framework_ns_per_visit * n.visit_ratio;
+  }
+  // Handoffs the plan adds: a sequential-form op made parallel passes every element
+  // through a buffer, costing its workers and its consumer one handoff each; so does the
+  // prefetch added at the root (its consumer is the user's thread: cores only).
+  const double h = a.trace.machine.handoff_ns;
+  double extra = 0;
+  if (h > 0) {
+    for (const TraceNode& t : a.trace.nodes) {
+      if (cached[t.id] || !MadeParallel(a, t.id)) continue;
+      const double hv = h * a.nodes[t.id].visit_ratio;
+      e.cost[t.id] += hv;
+      int64_t consumer = -1;
+      for (const TraceNode& c : a.trace.nodes) {
+        for (int64_t in : c.inputs) {
+          if (in == t.id) consumer = c.id;
+        }
+      }
+      if (consumer >= 0) {
+        e.cost[consumer] += hv;
+      } else {
+        extra += hv;
+      }
+    }
+    if (a.trace.nodes[a.root].op != "Prefetch") extra += 2 * h;
+  }
   e.disk = DiskBound(a, cached, disk_scale);
-  SLUICE_ASSIGN_OR_RETURN(LpResult cpu, SolveLp(a, e.cost, cores, kInf));
+  SLUICE_ASSIGN_OR_RETURN(LpResult cpu, SolveLp(a, e.cost, cores, kInf, extra));
   e.x_cpu = cpu.x;
-  SLUICE_ASSIGN_OR_RETURN(LpResult lp, SolveLp(a, e.cost, cores, e.disk));
+  SLUICE_ASSIGN_OR_RETURN(LpResult lp, SolveLp(a, e.cost, cores, e.disk, extra));
   e.x = lp.x;
   e.theta = lp.theta;
   return e;
@@ -201,11 +237,12 @@ Result<std::vector<int64_t>> PlaceCaches(const Analysis& a, double budget,
 }  // namespace
 
 // maximize X  s.t.  X * c_i / 1e9 - theta_i <= 0        (X <= theta_i R_i)
-//                   sum theta_i + X * u / 1e9 <= cores   (framework cost u per element)
+//                   sum theta_i + X * u / 1e9 <= cores   (u: handoffs the plan adds
+//                                                         outside the graph's nodes)
 //                   sum_{i in group} theta_i <= 1       (sequential groups)
 //                   0 <= X <= disk bound, 0 <= theta_i <= cores
 Result<LpResult> SolveLp(const Analysis& a, const std::vector<double>& cost, double cores,
-                         double disk_bound) {
+                         double disk_bound, double extra_ns_per_root) {
   const int n = static_cast<int>(a.nodes.size());
   std::unique_ptr<glp_prob, GlpDeleter> p(glp_create_prob());
   glp_set_obj_dir(p.get(), GLP_MAX);
@@ -235,7 +272,7 @@ Result<LpResult> SolveLp(const Analysis& a, const std::vector<double>& cost, dou
   glp_add_rows(p.get(), 1);
   ++row;
   glp_set_row_bnds(p.get(), row, GLP_UP, 0, cores);
-  if (a.framework_ns_per_root > 0) add(1, a.framework_ns_per_root / 1e9);
+  if (extra_ns_per_root > 0) add(1, extra_ns_per_root / 1e9);
   for (int i = 0; i < n; ++i) add(i + 2, 1);
   for (const auto& g : SequentialGroups(a)) {
     glp_add_rows(p.get(), 1);
@@ -271,20 +308,39 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
         opts.cores > 0 ? opts.cores : std::max<int64_t>(1, traced.trace.machine.cores));
     std::vector<double> cost;
     for (const NodeAnalysis& n : traced.nodes) cost.push_back(n.cpu_ns_per_root);
-    SLUICE_ASSIGN_OR_RETURN(LpResult first, SolveLp(traced, cost, c0, kInf));
+    SLUICE_ASSIGN_OR_RETURN(LpResult first, SolveLp(traced, cost, c0, kInf, 0));
     for (NodeAnalysis& n : a.nodes) {
-      const std::string& op = a.trace.nodes[n.id].op;
-      const bool sequential_form =
-          op == "Map" || op == "Filter" || op == "Batch" || op == "Interleave";
-      if (!n.sequential && sequential_form && first.theta[n.id] <= 1.0) {
+      if (!n.sequential && SequentialForm(a.trace.nodes[n.id].op) &&
+          first.theta[n.id] <= 1.0) {
         n.sequential = true;
         a.trace.nodes[n.id].parallelizable = false;
       }
     }
   }
-  Plan plan;
-  const double cores =
+  const double availability = std::clamp(
+      opts.cpu_availability > 0 ? opts.cpu_availability : a.trace.machine.cpu_availability,
+      0.05, 1.0);
+  const double cores = availability *
       static_cast<double>(opts.cores > 0 ? opts.cores : std::max<int64_t>(1, a.trace.machine.cores));
+  // Second: an op whose handoffs cost more than its parallelism gains stays sequential
+  // (one greedy sweep, costliest handoff first).
+  for (bool changed = true; changed;) {
+    changed = false;
+    SLUICE_ASSIGN_OR_RETURN(Evaluation with, Evaluate(a, cores, opts.disk_scale, {}));
+    for (NodeAnalysis& n : a.nodes) {
+      if (!MadeParallel(a, n.id)) continue;
+      Analysis demoted = a;
+      demoted.nodes[n.id].sequential = true;
+      demoted.trace.nodes[n.id].parallelizable = false;
+      SLUICE_ASSIGN_OR_RETURN(Evaluation without, Evaluate(demoted, cores, opts.disk_scale, {}));
+      if (without.x >= with.x) {
+        a = std::move(demoted);
+        changed = true;
+        break;
+      }
+    }
+  }
+  Plan plan;
   int64_t budget = opts.ram_budget;
   if (budget <= 0) budget = a.trace.ram_budget > 0 ? a.trace.ram_budget : a.trace.machine.memory_bytes / 2;
   plan.ram_budget = budget;
@@ -326,7 +382,7 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
     np.bound = e.cost[n.id] > 0 ? np.theta * 1e9 / e.cost[n.id] : kInf;
     if (a.trace.nodes[n.id].parallelizable) {
       np.parallelism = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(np.theta - 0.05)), 1,
-                                           static_cast<int64_t>(cores));
+                                           std::max<int64_t>(1, std::ceil(cores)));
       max_par = std::max(max_par, np.parallelism);
     }
     plan.nodes.push_back(np);
@@ -339,7 +395,7 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
     int priority;
   };
   std::vector<Ranked> ranked;
-  double total_cost = a.framework_ns_per_root;
+  double total_cost = 0;
   int64_t top = -1;
   for (const NodeAnalysis& n : a.nodes) {
     total_cost += base.cost[n.id];
@@ -351,7 +407,7 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
     const double bound = total_cost > 0 ? cores * 1e9 / total_cost : kInf;
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%s runs at %s %s per core and has %.2g of %.0f cores: the pipeline is "
+                  "%s runs at %s %s per core and has %.2g of the %.2g cores available: the pipeline is "
                   "CPU-bound at %s %s (all operators together need %.3g ms of CPU per "
                   "element; %.0f%% of it in %s)",
                   t.name.c_str(), Rate(1e9 / base.cost[top]).c_str(), unit.c_str(),
@@ -449,7 +505,7 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
     auto ev = Evaluate(a, c, disk, cache);
     if (ev.ok()) plan.what_ifs.push_back({std::move(q), ev->x});
   };
-  what_if("two more cores", cores + 2, opts.disk_scale, caches);
+  what_if("two more cores", cores + 2 * availability, opts.disk_scale, caches);
   what_if("twice the disk bandwidth", cores, opts.disk_scale * 2, caches);
   what_if("no cache", cores, opts.disk_scale, {});
   int64_t best_all = -1;

@@ -2,6 +2,8 @@
 #ifndef SLUICE_PLUMBER_PLUMBER_INTERNAL_H_
 #define SLUICE_PLUMBER_PLUMBER_INTERNAL_H_
 
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "sluice/plumber.h"
@@ -18,14 +20,21 @@ Result<Dataset> RebuildGraph(const Dataset& ds, const Plan& plan, bool fresh);
 // RebuildGraph with an empty plan, fresh: an equal, independent graph.
 Result<Dataset> CloneGraph(const Dataset& ds);
 
+// Run time and run-queue wait (ns) per thread of this process (/proc/self/task/*/schedstat),
+// and the share of CPU the threads got while runnable between two readings (1: no wait).
+using SchedTimes = std::map<int64_t, std::pair<int64_t, int64_t>>;
+SchedTimes ReadSchedstat();
+double Availability(const SchedTimes& before, const SchedTimes& after);
+
 // The LP of docs/doctor.md for the given per-node CPU costs (ns per root element; 0 for
 // nodes served from a cache), solved with GLPK: X and each node's theta.
 struct LpResult {
   double x = 0;
   std::vector<double> theta;
 };
+// `extra_ns_per_root` is framework cost the plan adds (handoffs) beyond the trace's.
 Result<LpResult> SolveLp(const Analysis& a, const std::vector<double>& cpu_ns_per_root,
-                         double cores, double disk_bound);
+                         double cores, double disk_bound, double extra_ns_per_root);
 
 }  // namespace sluice::plumber
 

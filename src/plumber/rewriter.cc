@@ -122,6 +122,12 @@ Result<Dataset> Optimize(const Dataset& ds, const OptimizeOptions& opts) {
 
 Result<double> MeasureThroughput(const Dataset& ds, double seconds, double warmup_seconds,
                                  int64_t cpu_budget) {
+  SLUICE_ASSIGN_OR_RETURN(Measurement m, Measure(ds, seconds, warmup_seconds, cpu_budget));
+  return m.rate;
+}
+
+Result<Measurement> Measure(const Dataset& ds, double seconds, double warmup_seconds,
+                            int64_t cpu_budget) {
   using Clock = std::chrono::steady_clock;
   Options extra;
   if (cpu_budget > 0) extra.autotune.cpu_budget = cpu_budget;
@@ -131,6 +137,7 @@ Result<double> MeasureThroughput(const Dataset& ds, double seconds, double warmu
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
     if (!e) return FailedPreconditionError("plumber: the pipeline ended during the warm-up");
   }
+  const SchedTimes sched = ReadSchedstat();
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(seconds);
   int64_t n = 0;
@@ -140,7 +147,10 @@ Result<double> MeasureThroughput(const Dataset& ds, double seconds, double warmu
     ++n;
   }
   const double s = std::chrono::duration<double>(Clock::now() - start).count();
-  return s > 0 ? n / s : 0.0;
+  Measurement m;
+  m.cpu_availability = Availability(sched, ReadSchedstat());
+  m.rate = s > 0 ? n / s : 0.0;
+  return m;
 }
 
 }  // namespace sluice::plumber

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -149,7 +150,54 @@ double MeasureReadBandwidth(Env* env, const std::vector<std::string>& files, int
   return s > 0 ? total.load() / s : 0;
 }
 
+// CPU per element of one handoff: Range -> parallel map (1 call) vs a sequential map.
+double MeasureHandoffNs() {
+  constexpr int64_t kN = 20000;
+  Function noop = Function::Map(
+      "noop", [](Element e, FunctionContext&) -> Result<Element> { return e; });
+  auto cpu_of = [&](const Dataset& ds) -> double {
+    Options o;
+    o.optimization.apply_default_optimizations = false;
+    o.autotune.enabled = false;
+    auto it = ds.MakeIterator(o);
+    if (!it.ok()) return -1;
+    const int64_t start = ProcessCpuNs();
+    while (true) {
+      auto e = (*it)->GetNext();
+      if (!e.ok() || !*e) break;
+    }
+    return static_cast<double>(ProcessCpuNs() - start);
+  };
+  const double seq = cpu_of(Dataset::Range(kN).Map(noop));
+  const double par = cpu_of(Dataset::Range(kN).Map(noop, 1, true));
+  if (seq < 0 || par < 0) return 0;
+  return std::max(0.0, (par - seq) / kN);
+}
+
 }  // namespace
+
+// Run time and run-queue wait (ns) of each thread of this process.
+SchedTimes ReadSchedstat() {
+  SchedTimes out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream f(e.path() / "schedstat");
+    int64_t run = 0, wait = 0;
+    if (f >> run >> wait) out[std::atoll(e.path().filename().c_str())] = {run, wait};
+  }
+  return out;
+}
+
+double Availability(const SchedTimes& before, const SchedTimes& after) {
+  double run = 0, wait = 0;
+  for (const auto& [tid, v] : after) {
+    auto it = before.find(tid);
+    const auto base = it == before.end() ? std::pair<int64_t, int64_t>{0, 0} : it->second;
+    run += v.first - base.first;
+    wait += v.second - base.second;
+  }
+  return run + wait > 0 ? std::clamp(run / (run + wait), 0.05, 1.0) : 1.0;
+}
 
 std::vector<TraceNode> DescribeGraph(const Dataset& ds) {
   std::vector<TraceNode> out;
@@ -170,6 +218,12 @@ std::vector<TraceNode> DescribeGraph(const Dataset& ds) {
       t.async = def->traits().async;
     }
     bool cheap = !n->functions().empty();
+    if (t.op == "ListFiles") {  // random only when it shuffles
+      auto sh = n->attrs().find("shuffle");
+      if (sh != n->attrs().end() && std::holds_alternative<bool>(sh->second)) {
+        t.random = std::get<bool>(sh->second);
+      }
+    }
     for (const Function& f : n->functions()) {
       t.random = t.random || f.is_random();
       t.stateful_function = t.stateful_function || f.traits().stateful;
@@ -260,6 +314,7 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
   const auto window_start = done ? run_start : Clock::now();
   const int64_t cpu_start = done ? cpu_run_start : ProcessCpuNs();
   const uint64_t read_start = done ? 0 : counting.TotalBytesRead();
+  const auto sched_start = ReadSchedstat();
   const auto window_end = window_start + std::chrono::duration<double>(opts.seconds);
   int64_t in_next_ns = 0;
   while (!done) {
@@ -276,6 +331,7 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
     }
     if (opts.max_elements > 0 && produced >= opts.max_elements) break;
   }
+  const double availability = Availability(sched_start, ReadSchedstat());
   stop_sampler = true;
   sampler.join();
   PipelineStats end = it->Snapshot();
@@ -316,6 +372,8 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
   MachineFacts& m = trace.machine;
   m.cores = cpu_budget > 0 ? cpu_budget : AvailableCores();
   m.memory_bytes = AvailableMemory();
+  m.cpu_availability = availability;
+  m.handoff_ns = MeasureHandoffNs();
   if (opts.measure_bandwidth && !trace.file_bytes_read.empty()) {
     std::vector<std::string> files;
     for (const auto& [path, bytes] : trace.file_bytes_read) files.push_back(path);
@@ -338,7 +396,9 @@ std::string TraceToJson(const Trace& t) {
                   {"memory_bytes", t.machine.memory_bytes},
                   {"sequential_read_bps", t.machine.sequential_read_bps},
                   {"parallel_read_bps", t.machine.parallel_read_bps},
-                  {"parallel_readers", t.machine.parallel_readers}};
+                  {"parallel_readers", t.machine.parallel_readers},
+                  {"cpu_availability", t.machine.cpu_availability},
+                  {"handoff_ns", t.machine.handoff_ns}};
   j["duration_ns"] = t.duration_ns;
   j["process_cpu_ns"] = t.process_cpu_ns;
   j["consumer_ns"] = t.consumer_ns;
@@ -397,6 +457,11 @@ Result<Trace> TraceFromJson(std::string_view text, std::string_view source) {
     t.machine.sequential_read_bps = m.at("sequential_read_bps").get<double>();
     t.machine.parallel_read_bps = m.at("parallel_read_bps").get<double>();
     t.machine.parallel_readers = m.at("parallel_readers").get<int64_t>();
+    t.machine.cpu_availability = m.value("cpu_availability", 1.0);
+    t.machine.handoff_ns = m.value("handoff_ns", 0.0);
+    if (!(t.machine.cpu_availability > 0 && t.machine.cpu_availability <= 1)) {
+      return DataLossError(std::string(source) + ": machine.cpu_availability out of (0, 1]");
+    }
     for (const char* f : {"duration_ns", "process_cpu_ns", "consumer_ns", "ram_budget",
                           "window_file_bytes"}) {
       field = f;

@@ -3,6 +3,7 @@
 // GIL-bound (a function that must run alone) and consumer-bound.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "sluice/plumber.h"
@@ -27,7 +28,11 @@ Doctor Diagnose(const Dataset& ds, TraceOptions o) {
   auto a = Analyze(*t);
   EXPECT_TRUE(a.ok()) << a.status().ToString();
   if (!a.ok()) return {};
-  auto p = MakePlan(*a);
+  // Plan for the machine idle: other processes' load on a shared test machine is not the
+  // pipeline's bottleneck.
+  PlanOptions po;
+  po.cpu_availability = 1;
+  auto p = MakePlan(*a, po);
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   if (!p.ok()) return {};
   Doctor d{*a, *p, ReportText(*a, *p)};
@@ -52,10 +57,11 @@ TEST(CasesTest, CpuBoundNamesTheSlowOperator) {
   EXPECT_EQ(d.plan.bottlenecks[0].kind, "cpu") << d.text;
   EXPECT_EQ(d.plan.bottlenecks[0].node, 2) << d.text;
   EXPECT_NE(d.plan.bottlenecks[0].text.find("slow_op"), std::string::npos) << d.text;
-  EXPECT_EQ(d.plan.nodes[2].parallelism, 2) << d.text;  // both cores to the slow map
+  const double cores = 2;
+  EXPECT_EQ(d.plan.nodes[2].parallelism, std::ceil(cores - 0.05)) << d.text;
   // 2 cores / (4 x 305 us) per batch: about 1640 batches/s.
-  EXPECT_NEAR(d.plan.predicted_rate, 2e9 / (4 * 305000.0), 0.35 * 2e9 / (4 * 305000.0))
-      << d.text;
+  const double want = cores * 1e9 / (4 * 305000.0);
+  EXPECT_NEAR(d.plan.predicted_rate, want, 0.35 * want) << d.text;
 }
 
 TEST(CasesTest, DiskBoundByThrottledReads) {
@@ -108,8 +114,9 @@ TEST(CasesTest, GilBoundFunctionIsNamed) {
   EXPECT_EQ(d.plan.bottlenecks[0].kind, "gil") << d.text;
   EXPECT_EQ(d.plan.bottlenecks[0].node, 1) << d.text;
   EXPECT_EQ(d.plan.nodes[1].parallelism, 0) << d.text;  // never parallelized
-  // One core: about 1250 batches/s... 1e9 / (4 x 200 us).
-  EXPECT_NEAR(d.plan.predicted_rate, 1250, 400) << d.text;
+  // One core: about 1250 batches/s, 1e9 / (4 x 200 us).
+  const double want = 1250;
+  EXPECT_NEAR(d.plan.predicted_rate, want, 0.35 * want) << d.text;
 }
 
 TEST(CasesTest, ConsumerBoundPipelineIsNotTheBottleneck) {

@@ -16,7 +16,8 @@ def slow_py(x):
 
 def test_python_map_is_gil_bound():
     ds = Dataset.range(10**9).map(slow_py).map(lambda x: x + 1).batch(4)
-    report = sluice.plumber.diagnose(ds, seconds=0.6, warmup=0.1, cores=2)
+    report = sluice.plumber.diagnose(ds, seconds=0.6, warmup=0.1, cores=2,
+                                     cpu_availability=1)  # as if the machine were idle
     top = report.bottlenecks[0]
     assert top["kind"] == "gil", report.text
     assert "GIL" in top["text"]

@@ -1,0 +1,215 @@
+// The bottleneck doctor on the ImageNet-style, Fashion-MNIST and text pipelines, each
+// started misconfigured (bench/plumber/<suite>_naive.json: parallelism 1, no prefetch, no
+// cache): the doctor traces it, plans and rewrites it; then the naive, the rewritten and
+// the AUTOTUNE configuration (bench/plumber/<suite>_autotune.json: the same graph with
+// AUTOTUNE everywhere and the default rewrites) are measured in turn, `--reps` times.
+// Also the tracing overhead: the rewritten ImageNet-style pipeline run by the tracer vs
+// run plainly, alternating.
+//
+//   ./build/plumber_bench [--seconds=3] [--reps=3] [--cores=2] [--suites=imagenet,...]
+//
+// Run from the repository root after `sluice datagen imagenet --out data/imagenet
+// --images 1000 --shards 8 --no-jpeg-folder` and `sluice datagen text --out data/text
+// --sentences 100000` (Fashion-MNIST: Debian's dataset-fashion-mnist). Prints one JSON
+// document: per suite and repetition, predicted and measured rates (root elements/s),
+// the error of the prediction, and the speed-ups; medians; min and max show the noise.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/resources.h"
+#include "sluice/plumber.h"
+#include "sluice/serialize.h"
+
+namespace {
+
+using namespace sluice;
+using json = nlohmann::json;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+json Stats(const std::vector<double>& v) {
+  if (v.empty()) return json::object();
+  return {{"median", Median(v)},
+          {"min", *std::min_element(v.begin(), v.end())},
+          {"max", *std::max_element(v.begin(), v.end())},
+          {"values", v}};
+}
+
+Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_t cores) {
+  SLUICE_ASSIGN_OR_RETURN(Dataset naive,
+                          LoadPipelineSpec("bench/plumber/" + suite + "_naive.json"));
+  SLUICE_ASSIGN_OR_RETURN(Dataset autotune,
+                          LoadPipelineSpec("bench/plumber/" + suite + "_autotune.json"));
+  json out = {{"suite", suite}, {"runs", json::array()}};
+  std::vector<double> err, err_same, vs_naive, vs_autotune, predicted, after;
+  for (int r = 0; r < reps; ++r) {
+    fprintf(stderr, "%s: repetition %d/%d\n", suite.c_str(), r + 1, reps);
+    plumber::TraceOptions to;
+    to.seconds = seconds;
+    to.warmup_seconds = 0.5;
+    to.cpu_budget = cores;
+    SLUICE_ASSIGN_OR_RETURN(plumber::Trace trace, plumber::TracePipeline(naive, to));
+    SLUICE_ASSIGN_OR_RETURN(plumber::Analysis a, plumber::Analyze(trace));
+    plumber::PlanOptions po;
+    po.cores = cores;
+    SLUICE_ASSIGN_OR_RETURN(plumber::Plan plan, plumber::MakePlan(a, po));
+    SLUICE_ASSIGN_OR_RETURN(Dataset applied, plumber::ApplyPlan(naive, plan));
+    SLUICE_ASSIGN_OR_RETURN(double m_naive,
+                            plumber::MeasureThroughput(naive, seconds, 0.5, cores));
+    SLUICE_ASSIGN_OR_RETURN(double m_auto,
+                            plumber::MeasureThroughput(autotune, seconds, 2.0, cores));
+    // A cache is full after the first pass: warm up past it.
+    const double warm = plan.cache_nodes.empty() ? 0.5 : 0.5 + seconds;
+    SLUICE_ASSIGN_OR_RETURN(plumber::Measurement ma,
+                            plumber::Measure(applied, seconds, warm, cores));
+    const double m_after = ma.rate;
+    // The machine is shared: the same plan's prediction at the CPU share the measured
+    // run got (the trace's own share may differ).
+    plumber::Analysis at = a;
+    at.trace.machine.cpu_availability = ma.cpu_availability;
+    SLUICE_ASSIGN_OR_RETURN(plumber::Plan replan, plumber::MakePlan(at, po));
+    const double e = (m_after - plan.predicted_rate) / plan.predicted_rate;
+    const double e_same = (m_after - replan.predicted_rate) / replan.predicted_rate;
+    err_same.push_back(e_same);
+    err.push_back(e);
+    vs_naive.push_back(m_after / m_naive);
+    vs_autotune.push_back(m_after / m_auto);
+    predicted.push_back(plan.predicted_rate);
+    after.push_back(m_after);
+    json run = {{"traced_rate", a.root_elements_per_second},
+                {"predicted", plan.predicted_rate},
+                {"measured_naive", m_naive},
+                {"measured_applied", m_after},
+                {"measured_autotune", m_auto},
+                {"prediction_error", e},
+                {"cpu_availability_trace", a.trace.machine.cpu_availability},
+                {"cpu_availability_measured", ma.cpu_availability},
+                {"predicted_at_measured_availability", replan.predicted_rate},
+                {"prediction_error_at_measured_availability", e_same},
+                {"handoff_ns", a.trace.machine.handoff_ns},
+                {"speedup_vs_naive", m_after / m_naive},
+                {"ratio_vs_autotune", m_after / m_auto},
+                {"cache_nodes", plan.cache_nodes},
+                {"cache_bytes", plan.cache_bytes},
+                {"bottleneck", plan.bottlenecks.empty() ? "" : plan.bottlenecks[0].text},
+                {"cpu_scale", a.cpu_scale}};
+    json pars = json::array();
+    for (const auto& n : plan.nodes) {
+      if (n.parallelism > 0) pars.push_back({{"node", a.nodes[n.id].name}, {"parallelism", n.parallelism}});
+    }
+    run["parallelism"] = pars;
+    out["runs"].push_back(run);
+  }
+  out["prediction_error"] = Stats(err);
+  out["prediction_error_at_measured_availability"] = Stats(err_same);
+  out["predicted"] = Stats(predicted);
+  out["measured_applied"] = Stats(after);
+  out["speedup_vs_naive"] = Stats(vs_naive);
+  out["ratio_vs_autotune"] = Stats(vs_autotune);
+  return out;
+}
+
+// Tracing overhead: the rewritten ImageNet-style pipeline, traced vs plain, alternating.
+Result<json> Overhead(double seconds, int reps, int64_t cores) {
+  SLUICE_ASSIGN_OR_RETURN(Dataset naive, LoadPipelineSpec("bench/plumber/imagenet_naive.json"));
+  plumber::TraceOptions to;
+  to.seconds = seconds;
+  to.warmup_seconds = 0.5;
+  to.cpu_budget = cores;
+  to.measure_bandwidth = false;
+  SLUICE_ASSIGN_OR_RETURN(plumber::Trace t0, plumber::TracePipeline(naive, to));
+  SLUICE_ASSIGN_OR_RETURN(plumber::Analysis a0, plumber::Analyze(t0));
+  plumber::PlanOptions po;
+  po.cores = cores;
+  SLUICE_ASSIGN_OR_RETURN(plumber::Plan plan, plumber::MakePlan(a0, po));
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds, plumber::ApplyPlan(naive, plan));
+  std::vector<double> traced, plain, ratio;
+  for (int r = 0; r < reps; ++r) {
+    fprintf(stderr, "overhead: repetition %d/%d\n", r + 1, reps);
+    SLUICE_ASSIGN_OR_RETURN(double p, plumber::MeasureThroughput(ds, seconds, 0.5, cores));
+    SLUICE_ASSIGN_OR_RETURN(plumber::Trace t, plumber::TracePipeline(ds, to));
+    SLUICE_ASSIGN_OR_RETURN(plumber::Analysis a, plumber::Analyze(t));
+    plain.push_back(p);
+    traced.push_back(a.root_elements_per_second);
+    ratio.push_back(a.root_elements_per_second / p);
+  }
+  return json{{"pipeline", "imagenet (rewritten)"},
+              {"plain", Stats(plain)},
+              {"traced", Stats(traced)},
+              {"traced_over_plain", Stats(ratio)},
+              {"overhead", 1 - Median(ratio)}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 3;
+  int reps = 3;
+  int64_t cores = 0;
+  std::vector<std::string> suites = {"imagenet", "fashion_mnist", "text"};
+  bool overhead = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--seconds=", 0) == 0) seconds = std::stod(a.substr(10));
+    else if (a.rfind("--reps=", 0) == 0) reps = std::stoi(a.substr(7));
+    else if (a.rfind("--cores=", 0) == 0) cores = std::stoll(a.substr(8));
+    else if (a == "--no-overhead") overhead = false;
+    else if (a.rfind("--suites=", 0) == 0) {
+      suites.clear();
+      std::string s = a.substr(9);
+      for (size_t p = 0; p <= s.size();) {
+        size_t q = s.find(',', p);
+        if (q == std::string::npos) q = s.size();
+        if (q > p) suites.push_back(s.substr(p, q - p));
+        p = q + 1;
+      }
+    } else {
+      fprintf(stderr, "usage: plumber_bench [--seconds=S] [--reps=N] [--cores=C] "
+                      "[--suites=a,b] [--no-overhead]\n");
+      return 2;
+    }
+  }
+  if (cores <= 0) cores = sluice::AvailableCores();
+  json doc = {{"cores", cores}, {"seconds", seconds}, {"reps", reps}};
+  if (FILE* f = fopen("/proc/loadavg", "r")) {
+    char buf[128] = {0};
+    if (fgets(buf, sizeof buf, f)) doc["loadavg_before"] = std::string(buf, strcspn(buf, "\n"));
+    fclose(f);
+  }
+  doc["suites"] = json::array();
+  int rc = 0;
+  for (const std::string& s : suites) {
+    auto r = RunSuite(s, seconds, reps, cores);
+    if (!r.ok()) {
+      fprintf(stderr, "%s: %s\n", s.c_str(), r.status().ToString().c_str());
+      doc["suites"].push_back({{"suite", s}, {"error", r.status().ToString()}});
+      rc = 1;
+      continue;
+    }
+    doc["suites"].push_back(*r);
+  }
+  if (overhead) {
+    auto o = Overhead(seconds, std::max(reps, 3), cores);
+    if (o.ok()) {
+      doc["tracing_overhead"] = *o;
+    } else {
+      doc["tracing_overhead"] = {{"error", o.status().ToString()}};
+      rc = 1;
+    }
+  }
+  if (FILE* f = fopen("/proc/loadavg", "r")) {
+    char buf[128] = {0};
+    if (fgets(buf, sizeof buf, f)) doc["loadavg_after"] = std::string(buf, strcspn(buf, "\n"));
+    fclose(f);
+  }
+  printf("%s\n", doc.dump(2).c_str());
+  return rc;
+}
