@@ -49,19 +49,20 @@ Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_
   SLUICE_ASSIGN_OR_RETURN(Dataset autotune,
                           LoadPipelineSpec("bench/plumber/" + suite + "_autotune.json"));
   json out = {{"suite", suite}, {"runs", json::array()}};
-  std::vector<double> err, err_same, vs_naive, vs_autotune, predicted, after;
+  std::vector<double> err, err_same, err_first, vs_naive, vs_autotune, predicted, after;
   for (int r = 0; r < reps; ++r) {
     fprintf(stderr, "%s: repetition %d/%d\n", suite.c_str(), r + 1, reps);
-    plumber::TraceOptions to;
-    to.seconds = seconds;
-    to.warmup_seconds = 0.5;
-    to.cpu_budget = cores;
-    SLUICE_ASSIGN_OR_RETURN(plumber::Trace trace, plumber::TracePipeline(naive, to));
-    SLUICE_ASSIGN_OR_RETURN(plumber::Analysis a, plumber::Analyze(trace));
-    plumber::PlanOptions po;
-    po.cores = cores;
-    SLUICE_ASSIGN_OR_RETURN(plumber::Plan plan, plumber::MakePlan(a, po));
-    SLUICE_ASSIGN_OR_RETURN(Dataset applied, plumber::ApplyPlan(naive, plan));
+    plumber::OptimizeOptions oo;
+    oo.trace.seconds = seconds;
+    oo.trace.warmup_seconds = 0.5;
+    oo.trace.cpu_budget = cores;
+    oo.plan.cores = cores;
+    oo.probe_seconds = 1;
+    SLUICE_ASSIGN_OR_RETURN(plumber::Optimized opt, plumber::OptimizeDetailed(naive, oo));
+    const plumber::Analysis& a = opt.analysis;
+    const plumber::Plan& plan = opt.plan;
+    const plumber::PlanOptions& po = oo.plan;
+    const Dataset& applied = opt.dataset;
     SLUICE_ASSIGN_OR_RETURN(double m_naive,
                             plumber::MeasureThroughput(naive, seconds, 0.5, cores));
     SLUICE_ASSIGN_OR_RETURN(double m_auto,
@@ -71,21 +72,26 @@ Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_
     SLUICE_ASSIGN_OR_RETURN(plumber::Measurement ma,
                             plumber::Measure(applied, seconds, warm, cores));
     const double m_after = ma.rate;
-    // The machine is shared: the same plan's prediction at the CPU share the measured
+    // The machine is shared: the final plan's prediction at the CPU share the measured
     // run got (the trace's own share may differ).
-    plumber::Analysis at = a;
+    plumber::Analysis at = opt.probed ? opt.probe_analysis : a;
     at.trace.machine.cpu_availability = ma.cpu_availability;
     SLUICE_ASSIGN_OR_RETURN(plumber::Plan replan, plumber::MakePlan(at, po));
-    const double e = (m_after - plan.predicted_rate) / plan.predicted_rate;
+    const double e = (m_after - opt.predicted_rate) / opt.predicted_rate;
+    const double e_first = (m_after - plan.predicted_rate) / plan.predicted_rate;
+    err_first.push_back(e_first);
     const double e_same = (m_after - replan.predicted_rate) / replan.predicted_rate;
     err_same.push_back(e_same);
     err.push_back(e);
     vs_naive.push_back(m_after / m_naive);
     vs_autotune.push_back(m_after / m_auto);
-    predicted.push_back(plan.predicted_rate);
+    predicted.push_back(opt.predicted_rate);
     after.push_back(m_after);
     json run = {{"traced_rate", a.root_elements_per_second},
-                {"predicted", plan.predicted_rate},
+                {"predicted", opt.predicted_rate},
+                {"predicted_first_trace", plan.predicted_rate},
+                {"prediction_error_first_trace", e_first},
+                {"probed", opt.probed},
                 {"measured_naive", m_naive},
                 {"measured_applied", m_after},
                 {"measured_autotune", m_auto},
@@ -109,6 +115,7 @@ Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_
     out["runs"].push_back(run);
   }
   out["prediction_error"] = Stats(err);
+  out["prediction_error_first_trace"] = Stats(err_first);
   out["prediction_error_at_measured_availability"] = Stats(err_same);
   out["predicted"] = Stats(predicted);
   out["measured_applied"] = Stats(after);

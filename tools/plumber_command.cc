@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -30,6 +31,7 @@ struct PlumberArgs {
   bool measure = false;
   double seconds = 3;
   double warmup = 0.5;
+  double probe = 1;
   int64_t cores = 0;
   int64_t ram_budget = 0;
   DataRoots roots;
@@ -58,41 +60,60 @@ int RunPlumber(const PlumberArgs& args) {
     if (!loaded.ok()) return Fail(loaded.status());
     ds = *loaded;
   }
-  plumber::Trace trace;
-  if (!args.trace.empty()) {
-    Result<plumber::Trace> t = plumber::LoadTrace(args.trace);
-    if (!t.ok()) return Fail(t.status());
-    trace = std::move(*t);
-    if (!ds && !trace.graph_json.empty()) {
-      Result<Dataset> g = DeserializeDataset(trace.graph_json, GraphFormat::kJson);
-      if (g.ok()) ds = *g;
-    }
-  } else {
-    plumber::TraceOptions o;
-    o.seconds = args.seconds;
-    o.warmup_seconds = args.warmup;
-    o.cpu_budget = args.cores;
-    if (!args.json) std::fprintf(stderr, "tracing %s for %.1f s...\n", args.spec.c_str(), args.seconds);
-    Result<plumber::Trace> t = plumber::TracePipeline(*ds, o);
-    if (!t.ok()) return Fail(t.status());
-    trace = std::move(*t);
-  }
-  if (!args.save_trace.empty()) {
-    if (Status s = plumber::SaveTrace(trace, args.save_trace); !s.ok()) return Fail(s);
-  }
-  Result<plumber::Analysis> analysis = plumber::Analyze(trace);
-  if (!analysis.ok()) return Fail(analysis.status());
+  // From a saved trace: analyze and plan it. Otherwise trace, plan, rewrite and probe
+  // the rewritten pipeline (OptimizeDetailed).
+  plumber::Analysis analysis;
+  plumber::Plan plan;
+  std::optional<Dataset> rewritten;
+  double predicted = 0;
+  bool probed = false;
   plumber::PlanOptions po;
   po.cores = args.cores;
   po.ram_budget = args.ram_budget;
-  Result<plumber::Plan> plan = plumber::MakePlan(*analysis, po);
-  if (!plan.ok()) return Fail(plan.status());
+  if (!args.trace.empty()) {
+    Result<plumber::Trace> t = plumber::LoadTrace(args.trace);
+    if (!t.ok()) return Fail(t.status());
+    if (!ds && !t->graph_json.empty()) {
+      Result<Dataset> g = DeserializeDataset(t->graph_json, GraphFormat::kJson);
+      if (g.ok()) ds = *g;
+    }
+    Result<plumber::Analysis> a = plumber::Analyze(*t);
+    if (!a.ok()) return Fail(a.status());
+    analysis = std::move(*a);
+    Result<plumber::Plan> p = plumber::MakePlan(analysis, po);
+    if (!p.ok()) return Fail(p.status());
+    plan = std::move(*p);
+    predicted = plan.predicted_rate;
+    if (ds && (!args.apply.empty() || args.measure)) {
+      Result<Dataset> r = plumber::ApplyPlan(*ds, plan);
+      if (!r.ok()) return Fail(r.status());
+      rewritten = *r;
+    }
+  } else {
+    plumber::OptimizeOptions o;
+    o.trace.seconds = args.seconds;
+    o.trace.warmup_seconds = args.warmup;
+    o.trace.cpu_budget = args.cores;
+    o.plan = po;
+    o.probe_seconds = args.probe;
+    if (!args.json) {
+      std::fprintf(stderr, "tracing %s for %.1f s...\n", args.spec.c_str(), args.seconds);
+    }
+    Result<plumber::Optimized> opt = plumber::OptimizeDetailed(*ds, o);
+    if (!opt.ok()) return Fail(opt.status());
+    analysis = std::move(opt->analysis);
+    plan = std::move(opt->plan);
+    rewritten = opt->dataset;
+    predicted = opt->predicted_rate;
+    probed = opt->probed;
+  }
+  if (!args.save_trace.empty()) {
+    if (Status s = plumber::SaveTrace(analysis.trace, args.save_trace); !s.ok()) return Fail(s);
+  }
 
   double measured = 0;
   if (!args.apply.empty() || args.measure) {
-    if (!ds) return Fail(FailedPreconditionError("--apply/--measure need the pipeline spec"));
-    Result<Dataset> rewritten = plumber::ApplyPlan(*ds, *plan);
-    if (!rewritten.ok()) return Fail(rewritten.status());
+    if (!rewritten) return Fail(FailedPreconditionError("--apply/--measure need the pipeline spec"));
     if (!args.apply.empty()) {
       Result<std::string> g = SerializeDataset(*rewritten, GraphFormat::kJson);
       if (!g.ok()) return Fail(g.status());
@@ -100,31 +121,34 @@ int RunPlumber(const PlumberArgs& args) {
     }
     if (args.measure) {
       // A cache predicts the rate once it is full: warm up past the first pass.
-      const double warm = plan->cache_nodes.empty() ? args.warmup : args.warmup + args.seconds;
+      const double warm = plan.cache_nodes.empty() ? args.warmup : args.warmup + args.seconds;
       Result<double> r =
           plumber::MeasureThroughput(*rewritten, args.seconds, warm, args.cores);
       if (!r.ok()) return Fail(r.status());
       measured = *r;
     }
   }
+  // The rate predicted for the pipeline returned (the probe's when one ran).
+  plan.predicted_rate = predicted;
   if (!args.html.empty()) {
-    if (Status s = WriteFile(args.html, plumber::ReportHtml(*analysis, *plan, measured));
+    if (Status s = WriteFile(args.html, plumber::ReportHtml(analysis, plan, measured));
         !s.ok()) {
       return Fail(s);
     }
   }
   if (args.json) {
-    nlohmann::json j = nlohmann::json::parse(plumber::ReportJson(*analysis, *plan));
+    nlohmann::json j = nlohmann::json::parse(plumber::ReportJson(analysis, plan));
+    j["probed"] = probed;
     if (args.measure) j["measured_after"] = measured;
     if (!args.apply.empty()) j["applied_to"] = args.apply;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("%s", plumber::ReportText(*analysis, *plan).c_str());
+  std::printf("%s", plumber::ReportText(analysis, plan).c_str());
+  if (probed) std::printf("\n(The prediction is from a probe of the rewritten pipeline.)\n");
   if (args.measure) {
     std::printf("\nMeasured after the plan: %.4g elements/s (predicted %.4g: %+.1f%%)\n",
-                measured, plan->predicted_rate,
-                100.0 * (measured - plan->predicted_rate) / std::max(plan->predicted_rate, 1e-9));
+                measured, predicted, 100.0 * (measured - predicted) / std::max(predicted, 1e-9));
   }
   if (!args.apply.empty()) std::printf("Rewritten pipeline written to %s\n", args.apply.c_str());
   return 0;
@@ -147,6 +171,9 @@ void AddPlumberCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seconds", args->seconds, "Traced (and measured) seconds")
       ->check(CLI::Range(0.05, 3600.0));
   cmd->add_option("--warmup", args->warmup, "Warm-up seconds before tracing")
+      ->check(CLI::Range(0.0, 600.0));
+  cmd->add_option("--probe", args->probe,
+                 "Seconds to probe the rewritten pipeline before predicting (0: none)")
       ->check(CLI::Range(0.0, 600.0));
   cmd->add_option("--cores", args->cores, "Cores to plan for (default: those available)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));

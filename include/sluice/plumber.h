@@ -228,9 +228,28 @@ Result<Dataset> ApplyPlan(const Dataset& ds, const Plan& plan);
 struct OptimizeOptions {
   TraceOptions trace;
   PlanOptions plan;
+  // A probe: the rewritten pipeline traced for this long (after a warm-up that fills a
+  // planned cache), then planned again from its own counters, which the first trace could
+  // not see (a cache's reads, handoffs, how costs split once inputs are cached). 0: none.
+  double probe_seconds = 1;
 };
 // Trace, analyze, plan and rewrite in one call.
 Result<Dataset> Optimize(const Dataset& ds, const OptimizeOptions& opts = {});
+
+// Optimize with what it found: the first trace's analysis and plan, the probe's (when
+// one ran), and the rate predicted for the returned dataset: the first plan's, or with a
+// probe the larger of the probe's plan and the rate the probe itself measured (a floor on
+// what the configuration sustains).
+struct Optimized {
+  Dataset dataset;
+  Analysis analysis;
+  Plan plan;
+  bool probed = false;
+  Analysis probe_analysis;
+  Plan probe_plan;
+  double predicted_rate = 0;
+};
+Result<Optimized> OptimizeDetailed(const Dataset& ds, const OptimizeOptions& opts = {});
 
 // Root elements per second of `ds` over `seconds` after `warmup_seconds` (the pipeline as
 // it would run: its options, its rewrites), with `cpu_budget` cores (0: its options').

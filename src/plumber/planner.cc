@@ -303,9 +303,13 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
   // one core. Those that do not stay sequential (a thread of their own would cost a
   // handoff per element and gain nothing), so the second pass plans them as such.
   Analysis a = traced;
+  const double availability = std::clamp(
+      opts.cpu_availability > 0 ? opts.cpu_availability : a.trace.machine.cpu_availability,
+      0.05, 1.0);
+  const double cores = availability *
+      static_cast<double>(opts.cores > 0 ? opts.cores : std::max<int64_t>(1, a.trace.machine.cores));
   {
-    const double c0 = static_cast<double>(
-        opts.cores > 0 ? opts.cores : std::max<int64_t>(1, traced.trace.machine.cores));
+    const double c0 = cores;
     std::vector<double> cost;
     for (const NodeAnalysis& n : traced.nodes) cost.push_back(n.cpu_ns_per_root);
     SLUICE_ASSIGN_OR_RETURN(LpResult first, SolveLp(traced, cost, c0, kInf, 0));
@@ -317,11 +321,6 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
       }
     }
   }
-  const double availability = std::clamp(
-      opts.cpu_availability > 0 ? opts.cpu_availability : a.trace.machine.cpu_availability,
-      0.05, 1.0);
-  const double cores = availability *
-      static_cast<double>(opts.cores > 0 ? opts.cores : std::max<int64_t>(1, a.trace.machine.cores));
   // Second: an op whose handoffs cost more than its parallelism gains stays sequential
   // (one greedy sweep, costliest handoff first).
   for (bool changed = true; changed;) {

@@ -21,7 +21,8 @@ Result<Dataset> RebuildGraph(const Dataset& ds, const Plan& plan, bool fresh);
 Result<Dataset> CloneGraph(const Dataset& ds);
 
 // Run time and run-queue wait (ns) per thread of this process (/proc/self/task/*/schedstat),
-// and the share of CPU the threads got while runnable between two readings (1: no wait).
+// and the share of CPU the threads got while runnable between two readings (1: no wait),
+// per thread, averaged weighted by run time.
 using SchedTimes = std::map<int64_t, std::pair<int64_t, int64_t>>;
 SchedTimes ReadSchedstat();
 double Availability(const SchedTimes& before, const SchedTimes& after);

@@ -1,4 +1,5 @@
 // The rewriter: rebuilds the graph with the plan's parallelism, caches and prefetch.
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
@@ -114,10 +115,45 @@ Result<Dataset> RebuildGraph(const Dataset& ds, const Plan& plan, bool fresh) {
 }
 
 Result<Dataset> Optimize(const Dataset& ds, const OptimizeOptions& opts) {
+  SLUICE_ASSIGN_OR_RETURN(Optimized o, OptimizeDetailed(ds, opts));
+  return o.dataset;
+}
+
+Result<Optimized> OptimizeDetailed(const Dataset& ds, const OptimizeOptions& opts) {
+  Optimized o;
   SLUICE_ASSIGN_OR_RETURN(Trace trace, TracePipeline(ds, opts.trace));
-  SLUICE_ASSIGN_OR_RETURN(Analysis analysis, Analyze(trace));
-  SLUICE_ASSIGN_OR_RETURN(Plan plan, MakePlan(analysis, opts.plan));
-  return ApplyPlan(ds, plan);
+  SLUICE_ASSIGN_OR_RETURN(o.analysis, Analyze(trace));
+  SLUICE_ASSIGN_OR_RETURN(o.plan, MakePlan(o.analysis, opts.plan));
+  SLUICE_ASSIGN_OR_RETURN(o.dataset, ApplyPlan(ds, o.plan));
+  o.predicted_rate = o.plan.predicted_rate;
+  if (opts.probe_seconds <= 0) return o;
+  TraceOptions probe = opts.trace;
+  probe.seconds = opts.probe_seconds;
+  // A cache is full after the first pass: let the warm-up cover it.
+  if (!o.plan.cache_nodes.empty()) probe.warmup_seconds += opts.trace.seconds;
+  probe.measure_bandwidth = false;  // the same files: keep the first trace's figures
+  auto probed = TracePipeline(o.dataset, probe);
+  if (!probed.ok()) return o;  // the first plan stands
+  probed->machine.sequential_read_bps = trace.machine.sequential_read_bps;
+  probed->machine.parallel_read_bps = trace.machine.parallel_read_bps;
+  probed->machine.parallel_readers = trace.machine.parallel_readers;
+  auto pa = Analyze(*probed);
+  if (!pa.ok()) return o;
+  PlanOptions po = opts.plan;
+  po.force_cache.clear();
+  auto pp = MakePlan(*pa, po);
+  if (!pp.ok()) return o;
+  auto again = ApplyPlan(o.dataset, *pp);
+  if (!again.ok()) return o;
+  o.probed = true;
+  o.probe_analysis = std::move(*pa);
+  o.probe_plan = std::move(*pp);
+  o.dataset = std::move(*again);
+  // The probe drained the rewritten pipeline as fast as it could: its rate is a floor on
+  // what that configuration sustains, whatever the LP says.
+  o.predicted_rate =
+      std::max(o.probe_plan.predicted_rate, o.probe_analysis.root_elements_per_second);
+  return o;
 }
 
 Result<double> MeasureThroughput(const Dataset& ds, double seconds, double warmup_seconds,

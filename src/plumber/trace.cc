@@ -188,15 +188,20 @@ SchedTimes ReadSchedstat() {
   return out;
 }
 
+// Each thread's share run / (run + wait), averaged weighted by run time: the threads that
+// do the work count, not those that mostly sleep and pay a scheduling delay per wake-up.
 double Availability(const SchedTimes& before, const SchedTimes& after) {
-  double run = 0, wait = 0;
+  double run_total = 0, weighted = 0;
   for (const auto& [tid, v] : after) {
     auto it = before.find(tid);
     const auto base = it == before.end() ? std::pair<int64_t, int64_t>{0, 0} : it->second;
-    run += v.first - base.first;
-    wait += v.second - base.second;
+    const double run = static_cast<double>(v.first - base.first);
+    const double wait = static_cast<double>(v.second - base.second);
+    if (run <= 0) continue;
+    run_total += run;
+    weighted += run * (run / (run + std::max(0.0, wait)));
   }
-  return run + wait > 0 ? std::clamp(run / (run + wait), 0.05, 1.0) : 1.0;
+  return run_total > 0 ? std::clamp(weighted / run_total, 0.05, 1.0) : 1.0;
 }
 
 std::vector<TraceNode> DescribeGraph(const Dataset& ds) {
