@@ -18,6 +18,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddSpecCommand(CLI::App& app, int* exit_code);
 // sluice ops [NAME] [--json|--markdown] [--all] (tools/ops_command.cc)
 void AddOpsCommand(CLI::App& app, int* exit_code);
+// sluice dispatcher ... / sluice worker ... (tools/service_command.cc)
+void AddServiceCommands(CLI::App& app, int* exit_code);
 
 }  // namespace sluice
 

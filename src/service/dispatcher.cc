@@ -19,7 +19,7 @@ DispatcherConfig WithClock(DispatcherConfig c) {
   return c;
 }
 
-bool StaticSharding(ShardingPolicy p) { return p != OFF && p != DYNAMIC; }
+bool StaticSharding(ProcessingMode p) { return p != OFF && p != DYNAMIC; }
 
 }  // namespace
 
@@ -157,7 +157,7 @@ Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req,
   if (d == nullptr) {
     return NotFoundError("dispatcher: unknown dataset " + std::to_string(req.dataset_id()));
   }
-  if (!ShardingPolicy_IsValid(req.sharding_policy())) {
+  if (!ProcessingMode_IsValid(req.sharding_policy())) {
     return InvalidArgumentError("dispatcher: unknown sharding policy " +
                                 std::to_string(req.sharding_policy()));
   }
@@ -278,7 +278,7 @@ Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req,
     def->set_job_id(job->id);
     def->set_dataset_id(d->id);
     def->set_graph(d->graph);
-    ShardingPolicy p = job->policy;
+    ProcessingMode p = job->policy;
     if (p == FILE_OR_DATA || p == HINT) p = d->file_source ? FILE : DATA;
     def->set_sharding_policy(p);
     def->set_worker_index(t.worker_index);
@@ -301,6 +301,21 @@ Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsResponse* res
   if (job->policy != DYNAMIC) {
     return FailedPreconditionError("dispatcher: task " + std::to_string(t->id) +
                                    " is not DYNAMIC");
+  }
+  if (req.lease_index() < 0 || req.lease_index() > t->leases) {
+    return InvalidArgumentError("dispatcher: task " + std::to_string(t->id) + " has had " +
+                                std::to_string(t->leases) + " leases, not " +
+                                std::to_string(req.lease_index()));
+  }
+  if (req.lease_index() < t->leases) {
+    if (req.lease_index() != t->leases - 1) {
+      return InvalidArgumentError("dispatcher: task " + std::to_string(t->id) +
+                                  ": only the latest lease can be asked for again");
+    }
+    // The answer to this request was lost (a crash or a timeout): the same lease again.
+    resp->set_begin(t->last_begin);
+    resp->set_end(t->last_end);
+    return Status::OK();
   }
   if (t->finished || job->released || !state_.SplitsLeft(*job)) {
     resp->set_end_of_splits(true);

@@ -113,6 +113,8 @@ Status DispatcherState::Apply(const Update& u) {
       j.next_split = r.end();
       t->second.leased_splits += r.end() - r.begin();
       ++t->second.leases;
+      t->second.last_begin = r.begin();
+      t->second.last_end = r.end();
       return Status::OK();
     }
     case Update::KIND_NOT_SET:

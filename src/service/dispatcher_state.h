@@ -43,12 +43,13 @@ class DispatcherState {
     bool lost = false;         // the worker died before finishing it
     int64_t leased_splits = 0;
     int64_t leases = 0;
+    int64_t last_begin = 0, last_end = 0;  // the latest lease
   };
   struct Job {
     int64_t id = 0;
     std::string name;
     int64_t dataset_id = 0;
-    ShardingPolicy policy = OFF;
+    ProcessingMode policy = OFF;
     int64_t num_consumers = 0;
     std::set<int64_t> clients;       // live clients
     int64_t clients_ever = 0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "sluice/dataset.h"
@@ -13,8 +14,11 @@ namespace {
 
 using testing::TempDir;
 
+// Leases each task received, as a worker counts them.
+std::map<int64_t, int64_t> leases_received;
+
 struct Fixture {
-  explicit Fixture(std::string dir) : work_dir(std::move(dir)) {}
+  explicit Fixture(std::string dir) : work_dir(std::move(dir)) { leases_received.clear(); }
   std::string work_dir;
   int64_t now = 1000;
   std::unique_ptr<Dispatcher> Make() {
@@ -46,7 +50,7 @@ int64_t RegisterDataset(Dispatcher* d, const Dataset& ds) {
 }
 
 GetOrCreateJobResponse Job(Dispatcher* d, int64_t dataset, const std::string& name,
-                           ShardingPolicy p = DYNAMIC) {
+                           ProcessingMode p = DYNAMIC) {
   GetOrCreateJobRequest req;
   req.set_dataset_id(dataset);
   req.set_job_name(name);
@@ -74,9 +78,11 @@ GetSplitsResponse Splits(Dispatcher* d, int64_t task, int64_t n = 0) {
   GetSplitsRequest req;
   req.set_task_id(task);
   req.set_max_splits(n);
+  req.set_lease_index(leases_received[task]);
   GetSplitsResponse resp;
   Status s = d->GetSplits(req, &resp);
   EXPECT_TRUE(s.ok()) << s;
+  if (s.ok() && !resp.end_of_splits()) ++leases_received[task];
   return resp;
 }
 
@@ -230,6 +236,36 @@ TEST(DispatcherTest, RestartReplaysTheJournalAndLeasesContinue) {
   EXPECT_EQ(d->StateForTest().FindJob(job_id)->next_split, 30);
 }
 
+TEST(DispatcherTest, ARetriedLeaseRequestGetsTheSameLease) {
+  TempDir dir;
+  Fixture f(dir.path());
+  int64_t task;
+  {
+    auto d = f.Make();
+    Beat(d.get(), "w0");
+    Job(d.get(), RegisterDataset(d.get(), Dataset::Range(50)), "j");
+    task = Beat(d.get(), "w0").new_task(0).task_id();
+    EXPECT_EQ(Splits(d.get(), task).begin(), 0);
+    // Granted and journaled, then the dispatcher dies before the worker hears of it.
+    GetSplitsRequest req;
+    req.set_task_id(task);
+    req.set_lease_index(1);
+    GetSplitsResponse lost;
+    ASSERT_TRUE(d->GetSplits(req, &lost).ok());
+    EXPECT_EQ(lost.begin(), 10);
+  }
+  auto d = f.Make();
+  auto again = Splits(d.get(), task);  // the worker retries with lease_index 1
+  EXPECT_EQ(again.begin(), 10);
+  EXPECT_EQ(again.end(), 20);
+  EXPECT_EQ(Splits(d.get(), task).begin(), 20);
+  GetSplitsRequest stale;
+  stale.set_task_id(task);
+  stale.set_lease_index(0);
+  GetSplitsResponse resp;
+  EXPECT_EQ(d->GetSplits(stale, &resp).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(DispatcherTest, TornJournalTailIsDroppedOnRestart) {
   TempDir dir;
   Fixture f(dir.path());
@@ -246,6 +282,7 @@ TEST(DispatcherTest, TornJournalTailIsDroppedOnRestart) {
   testing::WriteFile(dir.File("journal"), data.substr(0, data.size() - 3));
   auto d = f.Make();
   EXPECT_GT(d->journal_dropped_bytes(), 0);
+  leases_received[task] = 0;  // the torn lease never reached the worker
   // The torn lease was never acknowledged: it is handed out again.
   EXPECT_EQ(Splits(d.get(), task).begin(), 0);
 }
