@@ -117,6 +117,7 @@ class DataServiceIterator : public IteratorBase {
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
+    if (c_.local_only) return GetNextLocal();
     MutexLock l(&mu_);
     cv_.Wait(&mu_, [&] { return !queue_.empty() || !error_.ok() || Finished(); });
     if (!queue_.empty()) {
@@ -130,6 +131,47 @@ class DataServiceIterator : public IteratorBase {
     report_.finished = true;
     return std::optional<Element>();
   }
+  // LOCAL: the consumer takes from this process's workers itself, round robin over
+  // the tasks, with no fetch thread in between.
+  Result<std::optional<Element>> GetNextLocal() {
+    MutexLock l(&mu_);
+    for (int64_t retry_ms = 0;;) {
+      if (!error_.ok()) return error_;
+      if (Finished()) {
+        report_.finished = true;
+        return std::optional<Element>();
+      }
+      std::vector<std::pair<int64_t, std::string>> open;
+      for (const auto& [id, t] : tasks_) {
+        if (!t.done && !t.lost) open.emplace_back(id, t.info.worker_address());
+      }
+      if (open.empty()) {  // no local task yet: wait for the heartbeat to bring one
+        cv_.WaitFor(&mu_, std::chrono::milliseconds(10));
+        continue;
+      }
+      const auto& [task_id, address] = open[next_task_++ % open.size()];
+      l.Unlock();
+      Element e;
+      Worker::TakeResult r = Worker::TakeResult::kSkip;
+      Status s = TakeFromLocalWorker(address, task_id, &e, &r);
+      l.Lock();
+      if (s.ok() && r == Worker::TakeResult::kElement) {
+        ++report_.elements;
+        return std::optional<Element>(std::move(e));
+      }
+      if (s.ok() && r == Worker::TakeResult::kEnd) tasks_[task_id].done = true;
+      if (s.ok()) continue;
+      if (s.code() == StatusCode::kNotFound) {
+        NudgeLocalWorker(address);  // it has not heard of the job yet
+        retry_ms = retry_ms == 0 ? 1 : std::min<int64_t>(retry_ms * 2, 200);
+        cv_.WaitFor(&mu_, std::chrono::milliseconds(retry_ms));
+        continue;
+      }
+      if (s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kCancelled) return s;
+      tasks_[task_id].lost = true;  // the local worker stopped
+    }
+  }
+
   Status SaveInternal(CheckpointWriter*) const override {
     return UnimplementedError("DataServiceDataset: a distributed read cannot be checkpointed");
   }
@@ -174,7 +216,7 @@ class DataServiceIterator : public IteratorBase {
       TaskState& t = tasks_[info.task_id()];
       t.info = info;
       const int64_t id = info.task_id();
-      t.thread = std::thread([this, id] { FetchLoop(id); });
+      if (!c_.local_only) t.thread = std::thread([this, id] { FetchLoop(id); });
     }
     job_finished_ = resp.job_finished();
     cv_.SignalAll();
@@ -219,7 +261,7 @@ class DataServiceIterator : public IteratorBase {
     const bool local = IsLocalWorker(address);
     std::unique_ptr<WorkerClient> client =
         local ? nullptr : MakeGrpcWorkerClient(address);
-    int64_t backoff_ms = 0;
+    int64_t backoff_ms = 0, retry_ms = 0;
     MutexLock l(&mu_);
     for (;;) {
       if (backoff_ms > 0) cv_.WaitFor(&mu_, std::chrono::milliseconds(backoff_ms));
@@ -262,6 +304,7 @@ class DataServiceIterator : public IteratorBase {
       cv_.SignalAll();
       backoff_ms = 0;
       if (s.ok()) {
+        retry_ms = 0;
         if (r == Worker::TakeResult::kElement) queue_.push_back(std::move(e));
         if (r == Worker::TakeResult::kEnd) {
           tasks_[task_id].done = true;
@@ -273,7 +316,9 @@ class DataServiceIterator : public IteratorBase {
       // again later; the dispatcher's heartbeat says when the task is lost.
       if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
           s.code() == StatusCode::kNotFound || s.code() == StatusCode::kCancelled) {
-        backoff_ms = 200;
+        if (local && s.code() == StatusCode::kNotFound) NudgeLocalWorker(address);
+        retry_ms = retry_ms == 0 ? 2 : std::min<int64_t>(retry_ms * 2, 500);
+        backoff_ms = retry_ms;
         continue;
       }
       if (error_.ok()) error_ = s;
@@ -290,6 +335,7 @@ class DataServiceIterator : public IteratorBase {
   std::map<int64_t, TaskState> tasks_ GUARDED_BY(mu_);
   std::deque<Element> queue_ GUARDED_BY(mu_);
   int64_t in_flight_ GUARDED_BY(mu_) = 0;
+  size_t next_task_ GUARDED_BY(mu_) = 0;
   bool job_finished_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
   Status error_ GUARDED_BY(mu_);

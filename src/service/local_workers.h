@@ -17,6 +17,8 @@ namespace sluice::service {
 void RegisterLocalWorker(const std::string& address, Worker* worker);
 void UnregisterLocalWorker(const std::string& address);
 bool IsLocalWorker(const std::string& address);
+// Worker::Nudge on the local worker at `address`, if there is one.
+void NudgeLocalWorker(const std::string& address);
 // Reads the local worker at `address` directly (Unavailable once it is gone).
 std::unique_ptr<WorkerClient> MakeLocalWorkerClient(const std::string& address);
 // Takes one element from a local worker without coding it.

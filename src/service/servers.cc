@@ -41,6 +41,13 @@ bool IsLocalWorker(const std::string& address) {
   return Registry().workers.count(address) > 0;
 }
 
+void NudgeLocalWorker(const std::string& address) {
+  LocalRegistry& r = Registry();
+  MutexLock l(&r.mu);
+  auto it = r.workers.find(address);
+  if (it != r.workers.end()) it->second->Nudge();
+}
+
 Status TakeFromLocalWorker(const std::string& address, int64_t task_id, Element* element,
                            Worker::TakeResult* result) {
   LocalRegistry& r = Registry();

@@ -129,6 +129,12 @@ void Worker::Stop() {
   }
 }
 
+void Worker::Nudge() {
+  MutexLock l(&mu_);
+  nudged_ = true;
+  cv_.SignalAll();
+}
+
 int64_t Worker::num_tasks() const {
   MutexLock l(&mu_);
   return static_cast<int64_t>(tasks_.size());
@@ -186,8 +192,9 @@ void Worker::HeartbeatLoop() {
   int64_t wait_ms = config_.heartbeat_interval_ms;
   MutexLock l(&mu_);
   while (!stopping_) {
-    cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms));
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms), [&] { return stopping_ || nudged_; });
     if (stopping_) break;
+    nudged_ = false;
     l.Unlock();
     Status s = Heartbeat();
     l.Lock();

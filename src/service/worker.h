@@ -66,6 +66,10 @@ class Worker {
   enum class TakeResult { kElement, kEnd, kSkip };
   Status Take(int64_t task_id, Element* element, TakeResult* result);
 
+  // Heartbeats now instead of at the next interval (a local client found no task: the
+  // worker may not have heard of a new job yet).
+  void Nudge();
+
   // Counters.
   int64_t num_tasks() const;
   int64_t split_rpcs() const { return split_rpcs_.load(); }
@@ -84,6 +88,7 @@ class Worker {
   std::map<int64_t, std::shared_ptr<Task>> tasks_ GUARDED_BY(mu_);
   std::vector<int64_t> finished_unreported_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+  bool nudged_ GUARDED_BY(mu_) = false;
   std::thread heartbeat_thread_;
   std::atomic<int64_t> split_rpcs_{0};
   std::atomic<int64_t> heartbeats_{0};
