@@ -108,8 +108,11 @@ class DataServiceIterator : public IteratorBase {
     }));
     job_id_ = jresp.job_id();
     client_id_ = jresp.client_id();
-    report_.job_id = job_id_;
-    report_.job_name = c_.job_name;
+    {
+      MutexLock l(&mu_);
+      report_.job_id = job_id_;
+      report_.job_name = c_.job_name;
+    }
     SLUICE_RETURN_IF_ERROR(HeartbeatOnce());
     heartbeat_ = std::thread([this] { HeartbeatLoop(); });
     return Status::OK();
@@ -119,7 +122,7 @@ class DataServiceIterator : public IteratorBase {
   Result<std::optional<Element>> GetNextInternal() override {
     if (c_.local_only) return GetNextLocal();
     MutexLock l(&mu_);
-    cv_.Wait(&mu_, [&] { return !queue_.empty() || !error_.ok() || Finished(); });
+    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return !queue_.empty() || !error_.ok() || Finished(); });
     if (!queue_.empty()) {
       Element e = std::move(queue_.front());
       queue_.pop_front();
@@ -265,7 +268,7 @@ class DataServiceIterator : public IteratorBase {
     MutexLock l(&mu_);
     for (;;) {
       if (backoff_ms > 0) cv_.WaitFor(&mu_, std::chrono::milliseconds(backoff_ms));
-      cv_.Wait(&mu_, [&] {
+      cv_.Wait(&mu_, [&]() REQUIRES(mu_) {
         return stopping_ || tasks_[task_id].lost ||
                (static_cast<int64_t>(queue_.size()) + in_flight_ < c_.buffer_elements &&
                 in_flight_ < c_.max_outstanding);

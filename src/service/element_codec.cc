@@ -72,6 +72,12 @@ Result<Element> DecodeResponseElement(const GetElementResponse& resp) {
   std::string_view cursor = in;
   SLUICE_ASSIGN_OR_RETURN(Element e, DecodeElement(&cursor));
   if (!cursor.empty()) return DataLossError("service: trailing bytes after the element");
+  for (size_t i = 0; i < e.size(); ++i) {
+    // The element coding reads a tensor of no type; nothing a worker sends has one.
+    if (e[i].dtype() == DType::kInvalid) {
+      return DataLossError("service: element component " + std::to_string(i) + " has no type");
+    }
+  }
   return e;
 }
 

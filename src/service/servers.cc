@@ -33,7 +33,7 @@ void UnregisterLocalWorker(const std::string& address) {
   LocalRegistry& r = Registry();
   MutexLock l(&r.mu);
   r.workers.erase(address);
-  r.cv.Wait(&r.mu, [&] { return r.in_use[address] == 0; });
+  r.cv.Wait(&r.mu, [&]() REQUIRES(r.mu) { return r.in_use[address] == 0; });
 }
 
 bool IsLocalWorker(const std::string& address) {

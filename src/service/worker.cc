@@ -192,7 +192,9 @@ void Worker::HeartbeatLoop() {
   int64_t wait_ms = config_.heartbeat_interval_ms;
   MutexLock l(&mu_);
   while (!stopping_) {
-    cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms), [&] { return stopping_ || nudged_; });
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms), [&]() REQUIRES(mu_) {
+      return stopping_ || nudged_;
+    });
     if (stopping_) break;
     nudged_ = false;
     l.Unlock();
@@ -250,7 +252,7 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
       t->cv.SignalAll();
       return;
     }
-    t->cv.Wait(&t->mu, [&] {
+    t->cv.Wait(&t->mu, [&]() REQUIRES(t->mu) {
       return t->cancelled || static_cast<int64_t>(t->buffer.size()) < config_.buffer_elements;
     });
     t->buffer.push_back(std::move(**e));
@@ -272,7 +274,8 @@ Status Worker::Take(int64_t task_id, Element* element, TakeResult* result) {
   bool newly_served = false;
   {
     MutexLock l(&t->mu);
-    t->cv.WaitFor(&t->mu, std::chrono::milliseconds(config_.get_element_wait_ms), [&] {
+    t->cv.WaitFor(&t->mu, std::chrono::milliseconds(config_.get_element_wait_ms),
+                  [&]() REQUIRES(t->mu) {
       return !t->buffer.empty() || t->ended || !t->error.ok() || t->cancelled;
     });
     if (!t->buffer.empty()) {
