@@ -6,6 +6,8 @@
 //   BM_ImagePipeline{Plain,LocalWorker}: the same image pipeline read directly and through
 //     Distribute with a worker in this process (target_workers="LOCAL"): ns_per_batch;
 //     the overhead is the ratio of the two.
+//   BM_LocalWorkerOverhead: the two alternated epoch by epoch (the figure to quote on a
+//     shared machine): overhead_percent, median_pair_overhead_percent.
 //   BM_RemoteClientCpu/{tiny,images}: a client reading from two `sluice worker`
 //     processes on loopback: client_cpu_ns_per_element (this process's CPU time, which
 //     holds only the client and an idle dispatcher, per element).
@@ -17,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -173,6 +176,42 @@ void BM_ImagePipelineLocalWorker(benchmark::State& state) {
       static_cast<double>(batches), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ImagePipelineLocalWorker)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Plain and LOCAL-worker epochs alternated, so both see the same machine load: the
+// overhead in percent from the sums and as the median of the per-pair ratios.
+void BM_LocalWorkerOverhead(benchmark::State& state) {
+  auto dispatcher = DispatchServer::Start({});
+  if (!dispatcher.ok()) return state.SkipWithError(dispatcher.status().ToString().c_str());
+  WorkerOptions w;
+  w.dispatcher = (*dispatcher)->target();
+  auto worker = WorkServer::Start(w);
+  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
+  DistributeOptions o;
+  o.service = (*dispatcher)->target();
+  o.target_workers = "LOCAL";
+  o.processing_mode = ShardingPolicy::kOff;
+  Dataset plain = ImagePipeline();
+  Dataset local = Distribute(plain, o);
+  double plain_ns = 0, local_ns = 0;
+  std::vector<double> ratios;
+  int64_t batches = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Drain(state, plain, &batches);
+    const auto t1 = std::chrono::steady_clock::now();
+    Drain(state, local, &batches);
+    const auto t2 = std::chrono::steady_clock::now();
+    plain_ns += (t1 - t0).count();
+    local_ns += (t2 - t1).count();
+    ratios.push_back(static_cast<double>((t2 - t1).count()) / (t1 - t0).count());
+  }
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["overhead_percent"] = (local_ns / plain_ns - 1) * 100;
+  state.counters["median_pair_overhead_percent"] = (ratios[ratios.size() / 2] - 1) * 100;
+  state.counters["plain_ms_per_epoch"] = plain_ns / ratios.size() / 1e6;
+  state.counters["local_ms_per_epoch"] = local_ns / ratios.size() / 1e6;
+}
+BENCHMARK(BM_LocalWorkerOverhead)->Iterations(40)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 double ProcessCpuNs() {
   rusage u;

@@ -488,7 +488,13 @@ Dataset Distribute(const Dataset& dataset, const DistributeOptions& o) {
       o.max_outstanding_requests > 0 ? o.max_outstanding_requests : int64_t{16};
   attrs["buffer_elements"] = o.buffer_elements;
   attrs["dispatcher_timeout_ms"] = o.dispatcher_timeout_ms;
-  return Dataset::FromOp(kOp, std::move(attrs)).WithOptions(dataset.options());
+  // The client buffers what it fetches: a prefetch on top would only add a hand-off
+  // (the pipeline's own options travel in the graph and apply on the workers).
+  Options options = dataset.options();
+  if (!options.optimization.passes.count("inject_prefetch")) {
+    options.optimization.Set("inject_prefetch", false);
+  }
+  return Dataset::FromOp(kOp, std::move(attrs)).WithOptions(options);
 }
 
 }  // namespace sluice::service

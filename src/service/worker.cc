@@ -206,6 +206,19 @@ void Worker::HeartbeatLoop() {
   }
 }
 
+Result<Dataset> Worker::CachedDataset(const TaskDef& def) {
+  {
+    MutexLock l(&mu_);
+    auto it = datasets_.find(def.dataset_id());
+    if (it != datasets_.end()) return it->second;
+  }
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds, DeserializeDataset(def.graph(), GraphFormat::kBinary));
+  MutexLock l(&mu_);
+  if (datasets_.size() >= 64) datasets_.clear();  // a bound, not an LRU: rebuilding is cheap
+  datasets_.emplace(def.dataset_id(), ds);
+  return ds;
+}
+
 void Worker::RunTask(std::shared_ptr<Task> t) {
   auto fail = [&](Status s) {
     MutexLock l(&t->mu);
@@ -213,7 +226,7 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
                              std::to_string(t->def.task_id()));
     t->cv.SignalAll();
   };
-  Result<Dataset> ds = DeserializeDataset(t->def.graph(), GraphFormat::kBinary);
+  Result<Dataset> ds = CachedDataset(t->def);
   if (!ds.ok()) return fail(ds.status());
   std::shared_ptr<SplitProvider> provider;
   const int64_t n = t->def.num_workers(), i = t->def.worker_index();
@@ -241,6 +254,11 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
   Options options;
   if (config_.cpu_budget > 0) options.autotune.cpu_budget = config_.cpu_budget;
   if (config_.ram_budget != 0) options.autotune.ram_budget = config_.ram_budget;
+  // The task's buffer is the pipeline's output prefetch: a second one would only add a
+  // hand-off (unless the pipeline's options ask for it).
+  if (!ds->options().optimization.passes.count("inject_prefetch")) {
+    options.optimization.Set("inject_prefetch", false);
+  }
   Result<std::unique_ptr<Iterator>> it = ds->MakeIterator(options, provider);
   if (!it.ok()) return fail(it.status());
   while (!t->cancelled) {

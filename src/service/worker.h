@@ -30,6 +30,7 @@
 #include "core/mutex.h"
 #include "service/dispatcher_client.h"
 #include "service/proto/service.pb.h"
+#include "sluice/dataset.h"
 #include "sluice/element.h"
 #include "sluice/status.h"
 
@@ -80,6 +81,9 @@ class Worker {
   Status Heartbeat();
   void HeartbeatLoop();
   void RunTask(std::shared_ptr<Task> task);
+  // The task's dataset, rebuilt once per dataset id (so its optimized graph is too, as
+  // for a local pipeline's epochs).
+  Result<Dataset> CachedDataset(const TaskDef& def);
 
   const WorkerConfig config_;
   const std::shared_ptr<DispatcherClient> dispatcher_;
@@ -87,6 +91,7 @@ class Worker {
   CondVar cv_;
   std::map<int64_t, std::shared_ptr<Task>> tasks_ GUARDED_BY(mu_);
   std::vector<int64_t> finished_unreported_ GUARDED_BY(mu_);
+  std::map<int64_t, Dataset> datasets_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   bool nudged_ GUARDED_BY(mu_) = false;
   std::thread heartbeat_thread_;
