@@ -55,6 +55,7 @@ TEST(JournalTest, TornTailIsDroppedAtEveryCut) {
     auto read = Journal::Read(path);
     ASSERT_TRUE(read.ok());
     EXPECT_EQ(read->records, (std::vector<std::string>{"first record", "third"})) << cut;
+    EXPECT_EQ(read->dropped_bytes, 0) << cut;  // nothing of the torn tail is left
   }
 }
 
