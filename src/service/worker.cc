@@ -213,6 +213,16 @@ Result<Dataset> Worker::CachedDataset(const TaskDef& def) {
     if (it != datasets_.end()) return it->second;
   }
   SLUICE_ASSIGN_OR_RETURN(Dataset ds, DeserializeDataset(def.graph(), GraphFormat::kBinary));
+  // The worker's budgets, set on the dataset (not per iterator) so that its rewritten
+  // graph is computed once. The task's buffer is the pipeline's output prefetch: a second
+  // one would only add a hand-off (unless the pipeline's options ask for it).
+  Options options;
+  if (config_.cpu_budget > 0) options.autotune.cpu_budget = config_.cpu_budget;
+  if (config_.ram_budget != 0) options.autotune.ram_budget = config_.ram_budget;
+  if (!ds.options().optimization.passes.count("inject_prefetch")) {
+    options.optimization.Set("inject_prefetch", false);
+  }
+  ds = ds.WithOptions(options);
   MutexLock l(&mu_);
   if (datasets_.size() >= 64) datasets_.clear();  // a bound, not an LRU: rebuilding is cheap
   datasets_.emplace(def.dataset_id(), ds);
@@ -251,15 +261,7 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
     default:
       break;
   }
-  Options options;
-  if (config_.cpu_budget > 0) options.autotune.cpu_budget = config_.cpu_budget;
-  if (config_.ram_budget != 0) options.autotune.ram_budget = config_.ram_budget;
-  // The task's buffer is the pipeline's output prefetch: a second one would only add a
-  // hand-off (unless the pipeline's options ask for it).
-  if (!ds->options().optimization.passes.count("inject_prefetch")) {
-    options.optimization.Set("inject_prefetch", false);
-  }
-  Result<std::unique_ptr<Iterator>> it = ds->MakeIterator(options, provider);
+  Result<std::unique_ptr<Iterator>> it = ds->MakeIterator(provider);
   if (!it.ok()) return fail(it.status());
   while (!t->cancelled) {
     Result<std::optional<Element>> e = (*it)->GetNext();
