@@ -3,7 +3,8 @@
 //   BM_Splits{InProcess,Grpc}/lease: DYNAMIC splits handed out per second by the
 //     dispatcher (journal fsynced per lease), with one GetSplits RPC per lease of `lease`
 //     splits: counters splits_per_second, rpcs_per_lease.
-//   BM_ImagePipeline{Plain,LocalWorker}: the same image pipeline read directly and through
+//   BM_ImagePipeline{Plain,LocalWorker}: the same image pipeline read directly and
+//   through
 //     Distribute with a worker in this process (target_workers="LOCAL"): ns_per_batch;
 //     the overhead is the ratio of the two.
 //   BM_LocalWorkerOverhead: the two alternated epoch by epoch (the figure to quote on a
@@ -81,7 +82,8 @@ void LeaseLoop(benchmark::State& state, Client* d, int64_t task) {
   }
   state.counters["splits_per_second"] =
       benchmark::Counter(static_cast<double>(splits), benchmark::Counter::kIsRate);
-  state.counters["rpcs_per_lease"] = static_cast<double>(rpcs) / static_cast<double>(rpcs);
+  state.counters["rpcs_per_lease"] =
+      static_cast<double>(rpcs) / static_cast<double>(rpcs);
   state.counters["rpcs"] = static_cast<double>(rpcs);
 }
 
@@ -149,14 +151,16 @@ void BM_ImagePipelinePlain(benchmark::State& state) {
   state.counters["ms_to_first_batch"] = first_ns / drain_calls / 1e6;
   state.counters["ms_per_epoch"] = end_ns / drain_calls / 1e6;
   first_ns = end_ns = drain_calls = 0;
-  state.counters["ns_per_batch"] = benchmark::Counter(
-      static_cast<double>(batches), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_batch"] =
+      benchmark::Counter(static_cast<double>(batches),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ImagePipelinePlain)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_ImagePipelineLocalWorker(benchmark::State& state) {
   auto dispatcher = DispatchServer::Start({});
-  if (!dispatcher.ok()) return state.SkipWithError(dispatcher.status().ToString().c_str());
+  if (!dispatcher.ok())
+    return state.SkipWithError(dispatcher.status().ToString().c_str());
   WorkerOptions w;
   w.dispatcher = (*dispatcher)->target();
   auto worker = WorkServer::Start(w);
@@ -172,8 +176,9 @@ void BM_ImagePipelineLocalWorker(benchmark::State& state) {
   state.counters["ms_to_first_batch"] = first_ns / drain_calls / 1e6;
   state.counters["ms_per_epoch"] = end_ns / drain_calls / 1e6;
   first_ns = end_ns = drain_calls = 0;
-  state.counters["ns_per_batch"] = benchmark::Counter(
-      static_cast<double>(batches), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_batch"] =
+      benchmark::Counter(static_cast<double>(batches),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ImagePipelineLocalWorker)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -188,7 +193,8 @@ double ProcessCpuNs() {
 // overhead in percent from the sums and as the median of the per-pair ratios.
 void BM_LocalWorkerOverhead(benchmark::State& state) {
   auto dispatcher = DispatchServer::Start({});
-  if (!dispatcher.ok()) return state.SkipWithError(dispatcher.status().ToString().c_str());
+  if (!dispatcher.ok())
+    return state.SkipWithError(dispatcher.status().ToString().c_str());
   WorkerOptions w;
   w.dispatcher = (*dispatcher)->target();
   auto worker = WorkServer::Start(w);
@@ -224,8 +230,10 @@ void BM_LocalWorkerOverhead(benchmark::State& state) {
   state.counters["plain_ms_per_epoch"] = plain_ns / ratios.size() / 1e6;
   state.counters["local_ms_per_epoch"] = local_ns / ratios.size() / 1e6;
 }
-BENCHMARK(BM_LocalWorkerOverhead)->Iterations(40)->UseRealTime()->Unit(benchmark::kMillisecond);
-
+BENCHMARK(BM_LocalWorkerOverhead)
+    ->Iterations(40)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_RemoteClientCpu(benchmark::State& state) {
   const bool images = state.range(0) == 1;
@@ -234,7 +242,8 @@ void BM_RemoteClientCpu(benchmark::State& state) {
   std::string bin(self, n > 0 ? n : 0);
   bin = bin.substr(0, bin.rfind('/')) + "/sluice";
   auto dispatcher = DispatchServer::Start({});
-  if (!dispatcher.ok()) return state.SkipWithError(dispatcher.status().ToString().c_str());
+  if (!dispatcher.ok())
+    return state.SkipWithError(dispatcher.status().ToString().c_str());
   const std::string addr = "127.0.0.1:" + std::to_string((*dispatcher)->port());
   std::vector<pid_t> workers;
   for (int i = 0; i < 2; ++i) {
@@ -266,7 +275,11 @@ void BM_RemoteClientCpu(benchmark::State& state) {
   state.counters["elements_per_second"] =
       benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_RemoteClientCpu)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RemoteClientCpu)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sluice::service

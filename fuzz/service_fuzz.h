@@ -1,7 +1,7 @@
 // The shared harness of the service's request fuzzers (fuzz/service_*_fuzzer.cc): one
 // dispatcher (no journal: the fuzzers exercise the logic, not fsync) seeded with a
-// dataset, a DYNAMIC job, a worker and the job's task on it, and one worker serving that task, so a
-// mutated request can name ids that exist. Every 2000 inputs both are rebuilt, which
+// dataset, a DYNAMIC job, and one worker running the job's task, so a mutated request
+// can name ids that exist. Every 2000 inputs both are rebuilt, which
 // bounds the state the requests grow (jobs, workers, clients).
 //
 // Each fuzzer parses its input as one request message (the bytes a server would get;
@@ -68,7 +68,7 @@ struct Harness {
 
 inline Harness& Get() {
   static Harness* h = [] {
-    google::protobuf::SetLogHandler(nullptr);  // invalid UTF-8 in strings is logged otherwise
+    google::protobuf::SetLogHandler(nullptr);  // invalid UTF-8 is logged otherwise
     return new Harness();
   }();
   h->Tick();

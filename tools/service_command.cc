@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "service/tsan_suppressions.h"
 #include "sluice/service.h"
 
 namespace sluice {
@@ -32,11 +33,14 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   d->add_option("--host", dopts->host, "Address to listen on")->capture_default_str();
   d->add_option("--work-dir", dopts->work_dir,
-                "Directory of the journal (state survives restarts)")->required();
+                "Directory of the journal (state survives restarts)")
+      ->required();
   d->add_option("--worker-timeout-ms", dopts->worker_timeout_ms,
-                "A worker silent this long is dead")->capture_default_str();
+                "A worker silent this long is dead")
+      ->capture_default_str();
   d->add_option("--client-timeout-ms", dopts->client_timeout_ms,
-                "A client silent this long leaves its job")->capture_default_str();
+                "A client silent this long leaves its job")
+      ->capture_default_str();
   d->add_option("--port-file", *dport_file, "Write the bound port to this file");
   d->callback([dopts, dport_file, exit_code] {
     auto server = service::DispatchServer::Start(*dopts);
@@ -45,10 +49,11 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    std::printf("sluice dispatcher: listening on %s (journal: %ld updates replayed, %ld "
-                "torn bytes dropped)\n",
-                (*server)->target().c_str(), static_cast<long>((*server)->updates_replayed()),
-                static_cast<long>((*server)->journal_dropped_bytes()));
+    std::printf(
+        "sluice dispatcher: listening on %s (journal: %ld updates replayed, %ld "
+        "torn bytes dropped)\n",
+        (*server)->target().c_str(), static_cast<long>((*server)->updates_replayed()),
+        static_cast<long>((*server)->journal_dropped_bytes()));
     std::fflush(stdout);
     if (!WritePortFile(*dport_file, (*server)->port())) {
       std::fprintf(stderr, "sluice dispatcher: cannot write %s\n", dport_file->c_str());
@@ -61,7 +66,8 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
   auto* w = app.add_subcommand("worker", "Run a service worker (until killed)");
   auto wopts = std::make_shared<service::WorkerOptions>();
   auto wport_file = std::make_shared<std::string>();
-  w->add_option("--dispatcher", wopts->dispatcher, "The dispatcher, host:port")->required();
+  w->add_option("--dispatcher", wopts->dispatcher, "The dispatcher, host:port")
+      ->required();
   w->add_option("--port", wopts->port, "Port to listen on (0: any free port)")
       ->capture_default_str();
   w->add_option("--host", wopts->host, "Address to listen on and register")

@@ -81,15 +81,16 @@ Dataset Distribute(const Dataset& dataset, const DistributeOptions& options);
 struct JobReport {
   int64_t job_id = 0;
   std::string job_name;
-  int64_t elements = 0;       // elements this client received
-  int64_t lost_tasks = 0;     // tasks whose worker died
-  int64_t lost_splits = 0;    // DYNAMIC: splits those workers held (at most this was lost)
-  bool finished = false;      // the job ran to its end
+  int64_t elements = 0;     // elements this client received
+  int64_t lost_tasks = 0;   // tasks whose worker died
+  int64_t lost_splits = 0;  // DYNAMIC: splits those workers held (at most this was lost)
+  bool finished = false;    // the job ran to its end
 };
 // Every report of this process, oldest first.
 std::vector<JobReport> JobReports();
 
-// ---- running servers in this process (the CLI's `sluice dispatcher` / `sluice worker`) ----
+// ---- running servers in this process (the CLI's `sluice dispatcher` / `sluice worker`)
+// ----
 
 struct DispatcherOptions {
   std::string host = "127.0.0.1";

@@ -50,7 +50,8 @@ void BindService(py::module_& m) {
            py::arg("worker_timeout_ms") = 10000, py::arg("client_timeout_ms") = 60000)
       .def_property_readonly("port", &service::DispatchServer::port)
       .def_property_readonly("target", &service::DispatchServer::target)
-      .def("stop", &service::DispatchServer::Stop, py::call_guard<py::gil_scoped_release>());
+      .def("stop", &service::DispatchServer::Stop,
+           py::call_guard<py::gil_scoped_release>());
 
   py::class_<service::WorkServer>(m, "WorkServer")
       .def(py::init([](const std::string& dispatcher, int port, const std::string& host,
@@ -66,7 +67,8 @@ void BindService(py::module_& m) {
              return ValueOrThrow(service::WorkServer::Start(o));
            }),
            py::arg("dispatcher"), py::arg("port") = 0, py::arg("host") = "127.0.0.1",
-           py::arg("cpu_budget") = 0, py::arg("ram_budget") = 0, py::arg("lease_splits") = 64)
+           py::arg("cpu_budget") = 0, py::arg("ram_budget") = 0,
+           py::arg("lease_splits") = 64)
       .def_property_readonly("port", &service::WorkServer::port)
       .def_property_readonly("address", &service::WorkServer::address)
       .def_property_readonly("split_rpcs", &service::WorkServer::split_rpcs)

@@ -59,7 +59,8 @@ Status Dispatcher::Commit(const Update& u) {
   if (!started_) return FailedPreconditionError("dispatcher: not started");
   if (journal_) {
     std::string bytes;
-    if (!u.SerializeToString(&bytes)) return InternalError("dispatcher: update does not serialize");
+    if (!u.SerializeToString(&bytes))
+      return InternalError("dispatcher: update does not serialize");
     SLUICE_RETURN_IF_ERROR(journal_->Append(bytes));
   }
   Status s = state_.Apply(u);
@@ -71,7 +72,8 @@ Status Dispatcher::Commit(const Update& u) {
 Status Dispatcher::GetOrRegisterDataset(const GetOrRegisterDatasetRequest& req,
                                         GetOrRegisterDatasetResponse* resp) {
   if (static_cast<int64_t>(req.graph().size()) > kMaxGraphBytes) {
-    return InvalidArgumentError("dispatcher: graph of " + std::to_string(req.graph().size()) +
+    return InvalidArgumentError("dispatcher: graph of " +
+                                std::to_string(req.graph().size()) +
                                 " bytes over the limit");
   }
   {
@@ -84,7 +86,8 @@ Status Dispatcher::GetOrRegisterDataset(const GetOrRegisterDatasetRequest& req,
     }
   }
   // Rebuilding the graph checks it and tells whether (and how) it splits.
-  SLUICE_ASSIGN_OR_RETURN(Dataset ds, DeserializeDataset(req.graph(), GraphFormat::kBinary));
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds,
+                          DeserializeDataset(req.graph(), GraphFormat::kBinary));
   SLUICE_ASSIGN_OR_RETURN(std::string fp, DatasetFingerprint(ds));
   if (fp != req.fingerprint()) {
     return InvalidArgumentError("dispatcher: fingerprint " + req.fingerprint() +
@@ -155,7 +158,8 @@ Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req,
   MutexLock l(&mu_);
   const auto* d = state_.FindDataset(req.dataset_id());
   if (d == nullptr) {
-    return NotFoundError("dispatcher: unknown dataset " + std::to_string(req.dataset_id()));
+    return NotFoundError("dispatcher: unknown dataset " +
+                         std::to_string(req.dataset_id()));
   }
   if (!ProcessingMode_IsValid(req.sharding_policy())) {
     return InvalidArgumentError("dispatcher: unknown sharding policy " +
@@ -203,7 +207,8 @@ Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req,
                                    ClientHeartbeatResponse* resp) {
   MutexLock l(&mu_);
   const auto* job = state_.FindJob(req.job_id());
-  if (job == nullptr) return NotFoundError("dispatcher: unknown job " + std::to_string(req.job_id()));
+  if (job == nullptr)
+    return NotFoundError("dispatcher: unknown job " + std::to_string(req.job_id()));
   if (!job->clients.count(req.client_id())) {
     return NotFoundError("dispatcher: client " + std::to_string(req.client_id()) +
                          " is not in job " + std::to_string(req.job_id()) +
@@ -292,7 +297,8 @@ Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsResponse* res
   MutexLock l(&mu_);
   ++split_rpcs_;
   const auto* t = state_.FindTask(req.task_id());
-  if (t == nullptr) return NotFoundError("dispatcher: unknown task " + std::to_string(req.task_id()));
+  if (t == nullptr)
+    return NotFoundError("dispatcher: unknown task " + std::to_string(req.task_id()));
   if (t->lost) {
     return FailedPreconditionError("dispatcher: task " + std::to_string(t->id) +
                                    " was lost (its worker timed out)");
@@ -303,9 +309,9 @@ Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsResponse* res
                                    " is not DYNAMIC");
   }
   if (req.lease_index() < 0 || req.lease_index() > t->leases) {
-    return InvalidArgumentError("dispatcher: task " + std::to_string(t->id) + " has had " +
-                                std::to_string(t->leases) + " leases, not " +
-                                std::to_string(req.lease_index()));
+    return InvalidArgumentError("dispatcher: task " + std::to_string(t->id) +
+                                " has had " + std::to_string(t->leases) +
+                                " leases, not " + std::to_string(req.lease_index()));
   }
   if (req.lease_index() < t->leases) {
     if (req.lease_index() != t->leases - 1) {
@@ -353,7 +359,8 @@ Status Dispatcher::Tick() {
   }
   std::vector<std::pair<int64_t, int64_t>> gone;  // (job, client)
   for (const auto& [client, seen] : client_seen_) {
-    if (now - seen.second > config_.client_timeout_ms) gone.push_back({seen.first, client});
+    if (now - seen.second > config_.client_timeout_ms)
+      gone.push_back({seen.first, client});
   }
   for (const auto& [job, client] : gone) {
     client_seen_.erase(client);

@@ -55,9 +55,12 @@ class Dispatcher {
   Status GetOrRegisterDataset(const GetOrRegisterDatasetRequest& req,
                               GetOrRegisterDatasetResponse* resp);
   Status GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp);
-  Status ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp);
-  Status ReleaseJobClient(const ReleaseJobClientRequest& req, ReleaseJobClientResponse* resp);
-  Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp);
+  Status ClientHeartbeat(const ClientHeartbeatRequest& req,
+                         ClientHeartbeatResponse* resp);
+  Status ReleaseJobClient(const ReleaseJobClientRequest& req,
+                          ReleaseJobClientResponse* resp);
+  Status WorkerHeartbeat(const WorkerHeartbeatRequest& req,
+                         WorkerHeartbeatResponse* resp);
   Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp);
 
   // Removes workers and clients past their timeouts.
@@ -83,7 +86,8 @@ class Dispatcher {
   std::optional<Journal> journal_ GUARDED_BY(mu_);
   bool started_ GUARDED_BY(mu_) = false;
   std::map<std::string, int64_t> worker_seen_ GUARDED_BY(mu_);  // address -> ms
-  std::map<int64_t, std::pair<int64_t, int64_t>> client_seen_ GUARDED_BY(mu_);  // client -> (job, ms)
+  std::map<int64_t, std::pair<int64_t, int64_t>> client_seen_
+      GUARDED_BY(mu_);  // client -> (job, ms)
   int64_t split_rpcs_ GUARDED_BY(mu_) = 0;
   int64_t updates_replayed_ = 0;
   int64_t journal_dropped_bytes_ = 0;

@@ -6,7 +6,8 @@ namespace sluice::service {
 namespace {
 
 Status Bad(const Update& u, const std::string& why) {
-  return InvalidArgumentError("dispatcher state: update " + u.ShortDebugString() + ": " + why);
+  return InvalidArgumentError("dispatcher state: update " + u.ShortDebugString() + ": " +
+                              why);
 }
 
 }  // namespace
@@ -16,8 +17,10 @@ Status DispatcherState::Apply(const Update& u) {
     case Update::kRegisterDataset: {
       const auto& r = u.register_dataset();
       if (r.dataset_id() != next_dataset_id_) return Bad(u, "not the next dataset id");
-      if (dataset_by_fingerprint_.count(r.fingerprint())) return Bad(u, "fingerprint known");
-      Dataset d{r.dataset_id(), r.fingerprint(), r.graph(), r.num_splits(), r.file_source()};
+      if (dataset_by_fingerprint_.count(r.fingerprint()))
+        return Bad(u, "fingerprint known");
+      Dataset d{r.dataset_id(), r.fingerprint(), r.graph(), r.num_splits(),
+                r.file_source()};
       dataset_by_fingerprint_[d.fingerprint] = d.id;
       datasets_[d.id] = std::move(d);
       ++next_dataset_id_;
@@ -27,7 +30,8 @@ Status DispatcherState::Apply(const Update& u) {
       const auto& r = u.create_job();
       if (r.job_id() != next_job_id_) return Bad(u, "not the next job id");
       if (!datasets_.count(r.dataset_id())) return Bad(u, "unknown dataset");
-      if (!r.job_name().empty() && FindJobByName(r.job_name())) return Bad(u, "name taken");
+      if (!r.job_name().empty() && FindJobByName(r.job_name()))
+        return Bad(u, "name taken");
       Job j;
       j.id = r.job_id();
       j.name = r.job_name();
@@ -41,7 +45,8 @@ Status DispatcherState::Apply(const Update& u) {
     case Update::kAddClient: {
       const auto& r = u.add_client();
       auto it = jobs_.find(r.job_id());
-      if (it == jobs_.end() || it->second.released) return Bad(u, "unknown or released job");
+      if (it == jobs_.end() || it->second.released)
+        return Bad(u, "unknown or released job");
       if (r.client_id() != next_client_id_) return Bad(u, "not the next client id");
       it->second.clients.insert(r.client_id());
       ++it->second.clients_ever;
@@ -61,7 +66,8 @@ Status DispatcherState::Apply(const Update& u) {
     case Update::kRegisterWorker: {
       const auto& r = u.register_worker();
       auto it = workers_.find(r.worker_address());
-      if (it != workers_.end() && !it->second.removed) return Bad(u, "worker is registered");
+      if (it != workers_.end() && !it->second.removed)
+        return Bad(u, "worker is registered");
       workers_[r.worker_address()] = Worker{r.worker_address(), r.worker_index(), false};
       return Status::OK();
     }
@@ -134,7 +140,8 @@ const DispatcherState::Dataset* DispatcherState::FindDatasetByFingerprint(
   return it == dataset_by_fingerprint_.end() ? nullptr : FindDataset(it->second);
 }
 
-const DispatcherState::Worker* DispatcherState::FindWorker(const std::string& address) const {
+const DispatcherState::Worker* DispatcherState::FindWorker(
+    const std::string& address) const {
   auto it = workers_.find(address);
   return it == workers_.end() || it->second.removed ? nullptr : &it->second;
 }
@@ -144,7 +151,8 @@ const DispatcherState::Job* DispatcherState::FindJob(int64_t id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-const DispatcherState::Job* DispatcherState::FindJobByName(const std::string& name) const {
+const DispatcherState::Job* DispatcherState::FindJobByName(
+    const std::string& name) const {
   for (const auto& [id, j] : jobs_) {
     if (j.name == name && !j.released) return &j;
   }

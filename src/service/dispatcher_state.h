@@ -38,9 +38,10 @@ class DispatcherState {
     int64_t id = 0;
     int64_t job_id = 0;
     std::string worker;
-    int64_t worker_index = 0;  // static sharding: the shard (position among the job's tasks)
-    bool finished = false;     // the worker served all of it
-    bool lost = false;         // the worker died before finishing it
+    int64_t worker_index =
+        0;                  // static sharding: the shard (position among the job's tasks)
+    bool finished = false;  // the worker served all of it
+    bool lost = false;      // the worker died before finishing it
     int64_t leased_splits = 0;
     int64_t leases = 0;
     int64_t last_begin = 0, last_end = 0;  // the latest lease
@@ -51,12 +52,12 @@ class DispatcherState {
     int64_t dataset_id = 0;
     ProcessingMode policy = OFF;
     int64_t num_consumers = 0;
-    std::set<int64_t> clients;       // live clients
+    std::set<int64_t> clients;  // live clients
     int64_t clients_ever = 0;
-    std::vector<int64_t> tasks;      // in creation order
-    int64_t next_split = 0;          // DYNAMIC: the first split not leased yet
-    int64_t lost_splits = 0;         // DYNAMIC: splits leased to tasks that were lost
-    bool released = false;           // every client left
+    std::vector<int64_t> tasks;  // in creation order
+    int64_t next_split = 0;      // DYNAMIC: the first split not leased yet
+    int64_t lost_splits = 0;     // DYNAMIC: splits leased to tasks that were lost
+    bool released = false;       // every client left
   };
 
   // Applies one update. InvalidArgument (naming the update) when it does not fit the

@@ -11,9 +11,9 @@
 #include "graph/dataset_access.h"
 #include "graph/registry.h"
 #include "runtime/iterator_base.h"
+#include "service/element_codec.h"
 #include "service/grpc_transport.h"
 #include "service/local_workers.h"
-#include "service/element_codec.h"
 #include "sluice/serialize.h"
 #include "sluice/service.h"
 
@@ -65,23 +65,28 @@ class DataServiceIterator : public IteratorBase {
       : IteratorBase(ds->shared(), prefix), c_(ds->config()) {}
 
   ~DataServiceIterator() override {
-    std::vector<std::thread> threads;
     {
       MutexLock l(&mu_);
       stopping_ = true;
       cv_.SignalAll();
+    }
+    // The heartbeat thread starts fetch threads: it stops first.
+    if (heartbeat_.joinable()) heartbeat_.join();
+    std::vector<std::thread> threads;
+    {
+      MutexLock l(&mu_);
       for (auto& [id, t] : tasks_) {
         if (t.thread.joinable()) threads.push_back(std::move(t.thread));
       }
     }
-    if (heartbeat_.joinable()) heartbeat_.join();
     for (auto& t : threads) t.join();
     if (dispatcher_ && client_id_ > 0) {
       ReleaseJobClientRequest req;
       req.set_job_id(job_id_);
       req.set_client_id(client_id_);
       ReleaseJobClientResponse resp;
-      dispatcher_->ReleaseJobClient(req, &resp).IgnoreError();  // or the timeout releases it
+      dispatcher_->ReleaseJobClient(req, &resp)
+          .IgnoreError();  // or the timeout releases it
     }
     if (client_id_ > 0) {
       MutexLock l(&reports_mu);
@@ -122,7 +127,9 @@ class DataServiceIterator : public IteratorBase {
   Result<std::optional<Element>> GetNextInternal() override {
     if (c_.local_only) return GetNextLocal();
     MutexLock l(&mu_);
-    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return !queue_.empty() || !error_.ok() || Finished(); });
+    cv_.Wait(&mu_, [&]() REQUIRES(mu_) {
+      return !queue_.empty() || !error_.ok() || Finished();
+    });
     if (!queue_.empty()) {
       Element e = std::move(queue_.front());
       queue_.pop_front();
@@ -170,16 +177,19 @@ class DataServiceIterator : public IteratorBase {
         cv_.WaitFor(&mu_, std::chrono::milliseconds(retry_ms));
         continue;
       }
-      if (s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kCancelled) return s;
+      if (s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kCancelled)
+        return s;
       tasks_[task_id].lost = true;  // the local worker stopped
     }
   }
 
   Status SaveInternal(CheckpointWriter*) const override {
-    return UnimplementedError("DataServiceDataset: a distributed read cannot be checkpointed");
+    return UnimplementedError(
+        "DataServiceDataset: a distributed read cannot be checkpointed");
   }
   Status RestoreInternal(const CheckpointReader&) override {
-    return UnimplementedError("DataServiceDataset: a distributed read cannot be checkpointed");
+    return UnimplementedError(
+        "DataServiceDataset: a distributed read cannot be checkpointed");
   }
 
  private:
@@ -219,7 +229,9 @@ class DataServiceIterator : public IteratorBase {
       TaskState& t = tasks_[info.task_id()];
       t.info = info;
       const int64_t id = info.task_id();
-      if (!c_.local_only) t.thread = std::thread([this, id] { FetchLoop(id); });
+      if (!c_.local_only && !stopping_) {
+        t.thread = std::thread([this, id] { FetchLoop(id); });
+      }
     }
     job_finished_ = resp.job_finished();
     cv_.SignalAll();
@@ -241,13 +253,14 @@ class DataServiceIterator : public IteratorBase {
         wait_ms = 100;
         continue;
       }
-      const bool retryable =
-          s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded;
+      const bool retryable = s.code() == StatusCode::kUnavailable ||
+                             s.code() == StatusCode::kDeadlineExceeded;
       const auto away = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - last_ok)
                             .count();
       if (!retryable || away > c_.dispatcher_timeout_ms) {
-        if (error_.ok()) error_ = s.WithContext("DataServiceDataset: job " + std::to_string(job_id_));
+        if (error_.ok())
+          error_ = s.WithContext("DataServiceDataset: job " + std::to_string(job_id_));
         cv_.SignalAll();
         break;
       }
@@ -317,7 +330,8 @@ class DataServiceIterator : public IteratorBase {
       }
       // A worker that is away (dead or restarting) or does not know the task yet: try
       // again later; the dispatcher's heartbeat says when the task is lost.
-      if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
+      if (s.code() == StatusCode::kUnavailable ||
+          s.code() == StatusCode::kDeadlineExceeded ||
           s.code() == StatusCode::kNotFound || s.code() == StatusCode::kCancelled) {
         if (local && s.code() == StatusCode::kNotFound) NudgeLocalWorker(address);
         retry_ms = retry_ms == 0 ? 2 : std::min<int64_t>(retry_ms * 2, 500);
@@ -345,11 +359,10 @@ class DataServiceIterator : public IteratorBase {
   JobReport report_ GUARDED_BY(mu_);
 };
 
-Result<IteratorPtr> DataServiceDataset::MakeIteratorInternal(const IteratorContext&,
-                                                             const std::string& prefix) const {
+Result<IteratorPtr> DataServiceDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
   return IteratorPtr(new DataServiceIterator(this, prefix));
 }
-
 
 Result<ElementCompression> CompressionFrom(std::string_view name, bool local) {
   std::string n(name);
@@ -365,52 +378,64 @@ Result<ElementCompression> CompressionFrom(std::string_view name, bool local) {
 void RegisterDataServiceOp(Registry* r) {
   r->RegisterOp(
       OpDef(kOp)
-          .Summary("Reads a pipeline's elements from the service (sluice::service::Distribute).")
+          .Summary("Reads a pipeline's elements from the service "
+                   "(sluice::service::Distribute).")
           .Inputs(0)
           .Attr("service", AttrType::kString, "The dispatcher, host:port.")
           .Attr("graph", AttrType::kString, "The distributed pipeline (GraphDef, JSON).")
-          .Attr("job_name", AttrType::kString, std::string(), "Clients naming a job share it.")
+          .Attr("job_name", AttrType::kString, std::string(),
+                "Clients naming a job share it.")
           .Attr("processing_mode", AttrType::kInt, int64_t{1}, "The sharding policy.")
           .Attr("compression", AttrType::kInt, int64_t{0}, "Element compression.")
           .Attr("local_only", AttrType::kBool, false, "Read only this process's workers.")
-          .Attr("max_outstanding_requests", AttrType::kInt, int64_t{1}, "Requests in flight.")
+          .Attr("max_outstanding_requests", AttrType::kInt, int64_t{1},
+                "Requests in flight.")
           .Attr("buffer_elements", AttrType::kInt, int64_t{64}, "Elements fetched ahead.")
           .Attr("dispatcher_timeout_ms", AttrType::kInt, int64_t{120000},
                 "How long an unreachable dispatcher is waited for.")
           .Traits({.source = true, .seed_mix = SeedMix::kNone}),
       [](OpArgs args) -> Result<DatasetPtr> {
         ClientConfig c;
-        SLUICE_ASSIGN_OR_RETURN(c.dispatcher, GetAttr<std::string>(args.attrs, kOp, "service"));
-        SLUICE_ASSIGN_OR_RETURN(std::string json, GetAttr<std::string>(args.attrs, kOp, "graph"));
+        SLUICE_ASSIGN_OR_RETURN(c.dispatcher,
+                                GetAttr<std::string>(args.attrs, kOp, "service"));
+        SLUICE_ASSIGN_OR_RETURN(std::string json,
+                                GetAttr<std::string>(args.attrs, kOp, "graph"));
         SLUICE_ASSIGN_OR_RETURN(c.job_name,
                                 GetAttrOr<std::string>(args.attrs, kOp, "job_name", ""));
-        SLUICE_ASSIGN_OR_RETURN(int64_t mode,
-                                GetAttrOr<int64_t>(args.attrs, kOp, "processing_mode", 1));
-        SLUICE_ASSIGN_OR_RETURN(int64_t comp, GetAttrOr<int64_t>(args.attrs, kOp, "compression", 0));
+        SLUICE_ASSIGN_OR_RETURN(
+            int64_t mode, GetAttrOr<int64_t>(args.attrs, kOp, "processing_mode", 1));
+        SLUICE_ASSIGN_OR_RETURN(int64_t comp,
+                                GetAttrOr<int64_t>(args.attrs, kOp, "compression", 0));
         SLUICE_ASSIGN_OR_RETURN(c.local_only,
                                 GetAttrOr<bool>(args.attrs, kOp, "local_only", false));
-        SLUICE_ASSIGN_OR_RETURN(c.max_outstanding, GetAttrOr<int64_t>(
-                                    args.attrs, kOp, "max_outstanding_requests", 1));
-        SLUICE_ASSIGN_OR_RETURN(c.buffer_elements,
-                                GetAttrOr<int64_t>(args.attrs, kOp, "buffer_elements", 64));
-        SLUICE_ASSIGN_OR_RETURN(c.dispatcher_timeout_ms, GetAttrOr<int64_t>(
-                                    args.attrs, kOp, "dispatcher_timeout_ms", 120000));
+        SLUICE_ASSIGN_OR_RETURN(
+            c.max_outstanding,
+            GetAttrOr<int64_t>(args.attrs, kOp, "max_outstanding_requests", 1));
+        SLUICE_ASSIGN_OR_RETURN(
+            c.buffer_elements,
+            GetAttrOr<int64_t>(args.attrs, kOp, "buffer_elements", 64));
+        SLUICE_ASSIGN_OR_RETURN(
+            c.dispatcher_timeout_ms,
+            GetAttrOr<int64_t>(args.attrs, kOp, "dispatcher_timeout_ms", 120000));
         if (!ProcessingMode_IsValid(static_cast<int>(mode)) ||
             !ElementCompression_IsValid(static_cast<int>(comp))) {
-          return InvalidArgumentError("DataServiceDataset: bad processing_mode or compression");
+          return InvalidArgumentError(
+              "DataServiceDataset: bad processing_mode or compression");
         }
         if (c.max_outstanding < 1 || c.buffer_elements < 1) {
           return InvalidArgumentError(
-              "DataServiceDataset: max_outstanding_requests and buffer_elements must be >= 1");
+              "DataServiceDataset: max_outstanding_requests and buffer_elements must be "
+              ">= 1");
         }
         c.policy = static_cast<ProcessingMode>(mode);
         c.compression = static_cast<ElementCompression>(comp);
-        SLUICE_ASSIGN_OR_RETURN(Dataset inner, DeserializeDataset(json, GraphFormat::kJson));
+        SLUICE_ASSIGN_OR_RETURN(Dataset inner,
+                                DeserializeDataset(json, GraphFormat::kJson));
         SLUICE_ASSIGN_OR_RETURN(c.graph, SerializeDataset(inner, GraphFormat::kBinary));
         SLUICE_ASSIGN_OR_RETURN(c.fingerprint, DatasetFingerprint(inner));
         ElementSpec spec = inner.element_spec();
-        return DatasetPtr(
-            std::make_shared<DataServiceDataset>(std::move(args), std::move(spec), std::move(c)));
+        return DatasetPtr(std::make_shared<DataServiceDataset>(
+            std::move(args), std::move(spec), std::move(c)));
       });
 }
 
@@ -431,12 +456,18 @@ Result<ShardingPolicy> ShardingPolicyFromName(std::string_view name) {
 
 std::string_view ShardingPolicyName(ShardingPolicy p) {
   switch (p) {
-    case ShardingPolicy::kOff: return "OFF";
-    case ShardingPolicy::kDynamic: return "DYNAMIC";
-    case ShardingPolicy::kFile: return "FILE";
-    case ShardingPolicy::kData: return "DATA";
-    case ShardingPolicy::kFileOrData: return "FILE_OR_DATA";
-    case ShardingPolicy::kHint: return "HINT";
+    case ShardingPolicy::kOff:
+      return "OFF";
+    case ShardingPolicy::kDynamic:
+      return "DYNAMIC";
+    case ShardingPolicy::kFile:
+      return "FILE";
+    case ShardingPolicy::kData:
+      return "DATA";
+    case ShardingPolicy::kFileOrData:
+      return "FILE_OR_DATA";
+    case ShardingPolicy::kHint:
+      return "HINT";
   }
   return "?";
 }
@@ -452,15 +483,17 @@ Dataset Distribute(const Dataset& dataset, const DistributeOptions& o) {
   Result<std::string> json = SerializeDataset(dataset, GraphFormat::kJson);
   if (!json.ok()) return Dataset(json.status().WithContext("distribute"));
   if (o.consumer_index || o.num_consumers) {
-    return Dataset(UnimplementedError(
-        "distribute: consumer_index / num_consumers (coordinated reads) are not supported yet"));
+    return Dataset(
+        UnimplementedError("distribute: consumer_index / num_consumers (coordinated "
+                           "reads) are not supported yet"));
   }
   Result<std::string> address = ParseServiceAddress(o.service);
   if (!address.ok()) return Dataset(address.status().WithContext("distribute"));
   std::string target = o.target_workers;
   for (char& ch : target) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
   if (target != "AUTO" && target != "ANY" && target != "LOCAL") {
-    return Dataset(InvalidArgumentError("distribute: target_workers '" + o.target_workers +
+    return Dataset(InvalidArgumentError("distribute: target_workers '" +
+                                        o.target_workers +
                                         "' is not AUTO, ANY or LOCAL"));
   }
   const bool local = target == "LOCAL";
@@ -470,12 +503,24 @@ Dataset Distribute(const Dataset& dataset, const DistributeOptions& o) {
   std::call_once(once, [] { RegisterDataServiceOp(&Registry::Global()); });
   int proto_mode = DYNAMIC;
   switch (o.processing_mode) {
-    case service::ShardingPolicy::kOff: proto_mode = OFF; break;
-    case service::ShardingPolicy::kDynamic: proto_mode = DYNAMIC; break;
-    case service::ShardingPolicy::kFile: proto_mode = FILE; break;
-    case service::ShardingPolicy::kData: proto_mode = DATA; break;
-    case service::ShardingPolicy::kFileOrData: proto_mode = FILE_OR_DATA; break;
-    case service::ShardingPolicy::kHint: proto_mode = HINT; break;
+    case service::ShardingPolicy::kOff:
+      proto_mode = OFF;
+      break;
+    case service::ShardingPolicy::kDynamic:
+      proto_mode = DYNAMIC;
+      break;
+    case service::ShardingPolicy::kFile:
+      proto_mode = FILE;
+      break;
+    case service::ShardingPolicy::kData:
+      proto_mode = DATA;
+      break;
+    case service::ShardingPolicy::kFileOrData:
+      proto_mode = FILE_OR_DATA;
+      break;
+    case service::ShardingPolicy::kHint:
+      proto_mode = HINT;
+      break;
   }
   AttrMap attrs;
   attrs["service"] = *address;

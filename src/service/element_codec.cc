@@ -7,19 +7,22 @@
 
 namespace sluice::service {
 
-Status CompressElement(std::string encoded, ElementCompression wanted, GetElementResponse* resp) {
+Status CompressElement(std::string encoded, ElementCompression wanted,
+                       GetElementResponse* resp) {
   resp->set_uncompressed_size(static_cast<int64_t>(encoded.size()));
   std::string out;
   if (wanted == COMPRESSION_ZSTD) {
     out.resize(ZSTD_compressBound(encoded.size()));
-    const size_t n = ZSTD_compress(out.data(), out.size(), encoded.data(), encoded.size(), 1);
-    if (ZSTD_isError(n)) return InternalError(std::string("zstd: ") + ZSTD_getErrorName(n));
+    const size_t n =
+        ZSTD_compress(out.data(), out.size(), encoded.data(), encoded.size(), 1);
+    if (ZSTD_isError(n))
+      return InternalError(std::string("zstd: ") + ZSTD_getErrorName(n));
     out.resize(n);
   } else if (wanted == COMPRESSION_LZ4 && encoded.size() <= LZ4_MAX_INPUT_SIZE) {
     out.resize(LZ4_compressBound(static_cast<int>(encoded.size())));
-    const int n = LZ4_compress_default(encoded.data(), out.data(),
-                                       static_cast<int>(encoded.size()),
-                                       static_cast<int>(out.size()));
+    const int n =
+        LZ4_compress_default(encoded.data(), out.data(), static_cast<int>(encoded.size()),
+                             static_cast<int>(out.size()));
     if (n <= 0) return InternalError("lz4: compression failed");
     out.resize(static_cast<size_t>(n));
   }
@@ -59,9 +62,11 @@ Result<Element> DecodeResponseElement(const GetElementResponse& resp) {
       if (size > LZ4_MAX_INPUT_SIZE || in.size() > LZ4_MAX_INPUT_SIZE) {
         return InvalidArgumentError("service: lz4 element over the limit");
       }
-      const int n = LZ4_decompress_safe(in.data(), plain.data(), static_cast<int>(in.size()),
-                                        static_cast<int>(plain.size()));
-      if (n < 0 || n != size) return DataLossError("service: element does not decompress (lz4)");
+      const int n =
+          LZ4_decompress_safe(in.data(), plain.data(), static_cast<int>(in.size()),
+                              static_cast<int>(plain.size()));
+      if (n < 0 || n != size)
+        return DataLossError("service: element does not decompress (lz4)");
       in = plain;
       break;
     }
@@ -75,7 +80,8 @@ Result<Element> DecodeResponseElement(const GetElementResponse& resp) {
   for (size_t i = 0; i < e.size(); ++i) {
     // The element coding reads a tensor of no type; nothing a worker sends has one.
     if (e[i].dtype() == DType::kInvalid) {
-      return DataLossError("service: element component " + std::to_string(i) + " has no type");
+      return DataLossError("service: element component " + std::to_string(i) +
+                           " has no type");
     }
   }
   return e;

@@ -19,7 +19,8 @@ namespace sluice::service {
 inline constexpr int64_t kMaxElementBytes = int64_t{1} << 30;
 
 // Fills resp's element, compression and uncompressed_size from an encoded element.
-Status CompressElement(std::string encoded, ElementCompression wanted, GetElementResponse* resp);
+Status CompressElement(std::string encoded, ElementCompression wanted,
+                       GetElementResponse* resp);
 // The element a response carries. DataLoss for bytes that do not decompress or decode;
 // InvalidArgument for sizes over kMaxElementBytes.
 Result<Element> DecodeResponseElement(const GetElementResponse& resp);

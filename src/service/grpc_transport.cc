@@ -42,8 +42,8 @@ Result<std::string> ParseServiceAddress(std::string_view address) {
   std::string_view a = address;
   if (a.substr(0, 7) == "grpc://") a.remove_prefix(7);
   const size_t colon = a.rfind(':');
-  if (a.empty() || colon == std::string_view::npos || colon == 0 || colon + 1 == a.size() ||
-      a.find('/') != std::string_view::npos) {
+  if (a.empty() || colon == std::string_view::npos || colon == 0 ||
+      colon + 1 == a.size() || a.find('/') != std::string_view::npos) {
     return InvalidArgumentError("service address '" + std::string(address) +
                                 "' is not grpc://host:port");
   }
@@ -63,15 +63,16 @@ struct GrpcDispatcherClient::Impl {
   int64_t deadline_ms;
 };
 
-GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address, int64_t deadline_ms)
+GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address,
+                                           int64_t deadline_ms)
     : impl_(new Impl{DispatcherService::NewStub(MakeChannel(address)), deadline_ms}) {}
 GrpcDispatcherClient::~GrpcDispatcherClient() = default;
 
-#define SLUICE_DISPATCHER_CALL(Method)                                        \
-  Status GrpcDispatcherClient::Method(const Method##Request& req,             \
-                                      Method##Response* resp) {              \
-    grpc::ClientContext ctx;                                                 \
-    SetDeadline(&ctx, impl_->deadline_ms);                                   \
+#define SLUICE_DISPATCHER_CALL(Method)                                            \
+  Status GrpcDispatcherClient::Method(const Method##Request& req,                 \
+                                      Method##Response* resp) {                   \
+    grpc::ClientContext ctx;                                                      \
+    SetDeadline(&ctx, impl_->deadline_ms);                                        \
     return FromGrpc(impl_->stub->Method(&ctx, req, resp), "dispatcher " #Method); \
   }
 SLUICE_DISPATCHER_CALL(GetOrRegisterDataset)
@@ -88,12 +89,14 @@ namespace {
 class GrpcWorkerClient : public WorkerClient {
  public:
   GrpcWorkerClient(const std::string& address, int64_t deadline_ms)
-      : address_(address), stub_(WorkerService::NewStub(MakeChannel(address))),
+      : address_(address),
+        stub_(WorkerService::NewStub(MakeChannel(address))),
         deadline_ms_(deadline_ms) {}
   Status GetElement(const GetElementRequest& req, GetElementResponse* resp) override {
     grpc::ClientContext ctx;
     SetDeadline(&ctx, deadline_ms_);
-    return FromGrpc(stub_->GetElement(&ctx, req, resp), "worker " + address_ + " GetElement");
+    return FromGrpc(stub_->GetElement(&ctx, req, resp),
+                    "worker " + address_ + " GetElement");
   }
 
  private:
@@ -112,10 +115,10 @@ std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address,
 
 struct GrpcDispatcherServer::Service : public DispatcherService::Service {
   explicit Service(Dispatcher* d) : d(d) {}
-#define SLUICE_DISPATCHER_METHOD(Method)                                           \
-  grpc::Status Method(grpc::ServerContext*, const Method##Request* req,            \
-                      Method##Response* resp) override {                           \
-    return ToGrpc(d->Method(*req, resp));                                          \
+#define SLUICE_DISPATCHER_METHOD(Method)                                \
+  grpc::Status Method(grpc::ServerContext*, const Method##Request* req, \
+                      Method##Response* resp) override {                \
+    return ToGrpc(d->Method(*req, resp));                               \
   }
   SLUICE_DISPATCHER_METHOD(GetOrRegisterDataset)
   SLUICE_DISPATCHER_METHOD(GetOrCreateJob)
@@ -127,9 +130,8 @@ struct GrpcDispatcherServer::Service : public DispatcherService::Service {
   Dispatcher* d;
 };
 
-Result<std::unique_ptr<GrpcDispatcherServer>> GrpcDispatcherServer::Start(DispatcherConfig config,
-                                                                  const std::string& host,
-                                                                  int port, int64_t tick_ms) {
+Result<std::unique_ptr<GrpcDispatcherServer>> GrpcDispatcherServer::Start(
+    DispatcherConfig config, const std::string& host, int port, int64_t tick_ms) {
   std::unique_ptr<GrpcDispatcherServer> s(new GrpcDispatcherServer());
   s->dispatcher_ = std::make_unique<Dispatcher>(std::move(config));
   SLUICE_RETURN_IF_ERROR(s->dispatcher_->Start());
@@ -141,7 +143,8 @@ Result<std::unique_ptr<GrpcDispatcherServer>> GrpcDispatcherServer::Start(Dispat
   b.RegisterService(s->service_.get());
   s->server_ = b.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return UnavailableError("dispatcher: cannot listen on " + host + ":" + std::to_string(port));
+    return UnavailableError("dispatcher: cannot listen on " + host + ":" +
+                            std::to_string(port));
   }
   GrpcDispatcherServer* self = s.get();
   s->ticker_ = std::thread([self, tick_ms] {
@@ -167,7 +170,8 @@ void GrpcDispatcherServer::Stop() {
     cv_.SignalAll();
   }
   if (ticker_.joinable()) ticker_.join();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (server_)
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 void GrpcDispatcherServer::Wait() {
@@ -180,16 +184,18 @@ struct GrpcWorkerServer::Service : public WorkerService::Service {
   grpc::Status GetElement(grpc::ServerContext*, const GetElementRequest* req,
                           GetElementResponse* resp) override {
     Worker* w = worker.load();
-    if (w == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker starting");
+    if (w == nullptr)
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker starting");
     return ToGrpc(w->GetElement(*req, resp));
   }
   std::atomic<Worker*> worker{nullptr};
 };
 
-Result<std::unique_ptr<GrpcWorkerServer>> GrpcWorkerServer::Start(WorkerConfig config,
-                                                          const std::string& dispatcher_address,
-                                                          const std::string& host, int port) {
-  SLUICE_ASSIGN_OR_RETURN(std::string dispatcher, ParseServiceAddress(dispatcher_address));
+Result<std::unique_ptr<GrpcWorkerServer>> GrpcWorkerServer::Start(
+    WorkerConfig config, const std::string& dispatcher_address, const std::string& host,
+    int port) {
+  SLUICE_ASSIGN_OR_RETURN(std::string dispatcher,
+                          ParseServiceAddress(dispatcher_address));
   std::unique_ptr<GrpcWorkerServer> s(new GrpcWorkerServer());
   s->service_ = std::make_unique<Service>();
   grpc::ServerBuilder b;
@@ -199,7 +205,8 @@ Result<std::unique_ptr<GrpcWorkerServer>> GrpcWorkerServer::Start(WorkerConfig c
   b.RegisterService(s->service_.get());
   s->server_ = b.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return UnavailableError("worker: cannot listen on " + host + ":" + std::to_string(port));
+    return UnavailableError("worker: cannot listen on " + host + ":" +
+                            std::to_string(port));
   }
   if (config.address.empty()) config.address = host + ":" + std::to_string(s->port_);
   s->worker_ = std::make_unique<Worker>(
@@ -214,7 +221,8 @@ GrpcWorkerServer::~GrpcWorkerServer() { Stop(); }
 
 void GrpcWorkerServer::Stop() {
   if (service_) service_->worker = nullptr;
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (server_)
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   if (worker_) worker_->Stop();
 }
 

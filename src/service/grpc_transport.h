@@ -27,7 +27,7 @@ class Channel;
 namespace sluice::service {
 
 inline constexpr int64_t kRpcDeadlineMs = 10000;
-inline constexpr int kMaxRequestBytes = 80 << 20;   // a 64 MiB graph and the envelope
+inline constexpr int kMaxRequestBytes = 80 << 20;  // a 64 MiB graph and the envelope
 inline constexpr int kMaxResponseBytes = (1 << 30) + (16 << 20);
 
 // "grpc://host:port" or "host:port" -> "host:port"; InvalidArgument otherwise.
@@ -35,11 +35,13 @@ Result<std::string> ParseServiceAddress(std::string_view address);
 
 class GrpcDispatcherClient : public DispatcherClient {
  public:
-  explicit GrpcDispatcherClient(const std::string& address, int64_t deadline_ms = kRpcDeadlineMs);
+  explicit GrpcDispatcherClient(const std::string& address,
+                                int64_t deadline_ms = kRpcDeadlineMs);
   ~GrpcDispatcherClient() override;
   Status GetOrRegisterDataset(const GetOrRegisterDatasetRequest& req,
                               GetOrRegisterDatasetResponse* resp) override;
-  Status GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp) override;
+  Status GetOrCreateJob(const GetOrCreateJobRequest& req,
+                        GetOrCreateJobResponse* resp) override;
   Status ClientHeartbeat(const ClientHeartbeatRequest& req,
                          ClientHeartbeatResponse* resp) override;
   Status ReleaseJobClient(const ReleaseJobClientRequest& req,
@@ -68,8 +70,9 @@ std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address,
 class GrpcDispatcherServer {
  public:
   static Result<std::unique_ptr<GrpcDispatcherServer>> Start(DispatcherConfig config,
-                                                         const std::string& host, int port,
-                                                         int64_t tick_ms = 200);
+                                                             const std::string& host,
+                                                             int port,
+                                                             int64_t tick_ms = 200);
   ~GrpcDispatcherServer();  // Stop()
   void Stop();
   void Wait();  // until Stop (from another thread) or the process ends
@@ -93,9 +96,9 @@ class GrpcDispatcherServer {
 // at `dispatcher_address`. config.address is set to host:port unless given.
 class GrpcWorkerServer {
  public:
-  static Result<std::unique_ptr<GrpcWorkerServer>> Start(WorkerConfig config,
-                                                     const std::string& dispatcher_address,
-                                                     const std::string& host, int port);
+  static Result<std::unique_ptr<GrpcWorkerServer>> Start(
+      WorkerConfig config, const std::string& dispatcher_address, const std::string& host,
+      int port);
   ~GrpcWorkerServer();
   void Stop();
   void Wait();

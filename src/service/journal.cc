@@ -49,8 +49,8 @@ Result<Journal::Replayed> Journal::Read(const std::string& path) {
     const uint32_t len = DecodeFixed32(data.data() + pos);
     const uint32_t crc = crc32c::Unmask(DecodeFixed32(data.data() + pos + 4));
     if (len > kMaxJournalRecord) {
-      out.dropped_reason = "record length " + std::to_string(len) + " over the limit at offset " +
-                           std::to_string(pos);
+      out.dropped_reason = "record length " + std::to_string(len) +
+                           " over the limit at offset " + std::to_string(pos);
       break;
     }
     if (data.size() - pos - 8 < len) {

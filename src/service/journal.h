@@ -51,7 +51,8 @@ class Journal {
   int64_t size() const { return size_; }
 
  private:
-  Journal(std::string path, int fd, int64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  Journal(std::string path, int fd, int64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
   std::string path_;
   int fd_ = -1;
   int64_t size_ = 0;

@@ -55,7 +55,8 @@ Status TakeFromLocalWorker(const std::string& address, int64_t task_id, Element*
   {
     MutexLock l(&r.mu);
     auto it = r.workers.find(address);
-    if (it == r.workers.end()) return UnavailableError("local worker " + address + " is gone");
+    if (it == r.workers.end())
+      return UnavailableError("local worker " + address + " is gone");
     w = it->second;
     ++r.in_use[address];
   }
@@ -75,7 +76,8 @@ class LocalWorkerClient : public WorkerClient {
     {
       MutexLock l(&r.mu);
       auto it = r.workers.find(address_);
-      if (it == r.workers.end()) return UnavailableError("local worker " + address_ + " is gone");
+      if (it == r.workers.end())
+        return UnavailableError("local worker " + address_ + " is gone");
       w = it->second;
       ++r.in_use[address_];
     }
@@ -104,7 +106,8 @@ struct DispatchServer::Impl {
 DispatchServer::DispatchServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DispatchServer::~DispatchServer() { Stop(); }
 
-Result<std::unique_ptr<DispatchServer>> DispatchServer::Start(const DispatcherOptions& o) {
+Result<std::unique_ptr<DispatchServer>> DispatchServer::Start(
+    const DispatcherOptions& o) {
   DispatcherConfig c;
   c.work_dir = o.work_dir;
   c.worker_timeout_ms = o.worker_timeout_ms;
@@ -146,7 +149,8 @@ Result<std::unique_ptr<WorkServer>> WorkServer::Start(const WorkerOptions& o) {
   c.heartbeat_interval_ms = o.heartbeat_interval_ms;
   c.lease_splits = o.lease_splits;
   auto impl = std::make_unique<Impl>();
-  SLUICE_ASSIGN_OR_RETURN(impl->server, GrpcWorkerServer::Start(c, o.dispatcher, o.host, o.port));
+  SLUICE_ASSIGN_OR_RETURN(impl->server,
+                          GrpcWorkerServer::Start(c, o.dispatcher, o.host, o.port));
   impl->address = o.host + ":" + std::to_string(impl->server->port());
   RegisterLocalWorker(impl->address, impl->server->worker());
   impl->registered = true;

@@ -18,8 +18,12 @@ class RemoteSplitProvider : public SplitProvider {
   RemoteSplitProvider(std::shared_ptr<DispatcherClient> d, int64_t task, int64_t lease,
                       int64_t retry_ms, const std::atomic<bool>* cancelled,
                       std::atomic<int64_t>* rpcs)
-      : d_(std::move(d)), task_(task), lease_(lease), retry_ms_(retry_ms),
-        cancelled_(cancelled), rpcs_(rpcs) {}
+      : d_(std::move(d)),
+        task_(task),
+        lease_(lease),
+        retry_ms_(retry_ms),
+        cancelled_(cancelled),
+        rpcs_(rpcs) {}
   int64_t Cardinality() const override { return kUnknownCardinality; }
 
  protected:
@@ -47,7 +51,8 @@ class RemoteSplitProvider : public SplitProvider {
     return std::optional<Tensor>(Tensor::Scalar<int64_t>(next_++));
   }
   Status ResetLocked() REQUIRES(mu_) override {
-    return UnimplementedError("RemoteSplitProvider: the dispatcher's splits cannot restart");
+    return UnimplementedError(
+        "RemoteSplitProvider: the dispatcher's splits cannot restart");
   }
   Status SaveLocked(CheckpointWriter*, std::string_view) const REQUIRES(mu_) override {
     return UnimplementedError("RemoteSplitProvider: service tasks are not checkpointed");
@@ -71,7 +76,8 @@ class RemoteSplitProvider : public SplitProvider {
 }  // namespace
 
 Status RetryUnavailable(int64_t budget_ms, const std::function<Status()>& call) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
   int64_t backoff_ms = 50;
   for (;;) {
     Status s = call();
@@ -79,7 +85,8 @@ Status RetryUnavailable(int64_t budget_ms, const std::function<Status()>& call) 
                    s.code() != StatusCode::kDeadlineExceeded)) {
       return s;
     }
-    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) > deadline) {
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) >
+        deadline) {
       return s;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
@@ -192,17 +199,16 @@ void Worker::HeartbeatLoop() {
   int64_t wait_ms = config_.heartbeat_interval_ms;
   MutexLock l(&mu_);
   while (!stopping_) {
-    cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms), [&]() REQUIRES(mu_) {
-      return stopping_ || nudged_;
-    });
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms),
+                [&]() REQUIRES(mu_) { return stopping_ || nudged_; });
     if (stopping_) break;
     nudged_ = false;
     l.Unlock();
     Status s = Heartbeat();
     l.Lock();
     // Backs off while the dispatcher is away; the tasks keep running.
-    wait_ms = s.ok() ? config_.heartbeat_interval_ms
-                     : std::min<int64_t>(wait_ms * 2, 2000);
+    wait_ms =
+        s.ok() ? config_.heartbeat_interval_ms : std::min<int64_t>(wait_ms * 2, 2000);
   }
 }
 
@@ -212,7 +218,8 @@ Result<Dataset> Worker::CachedDataset(const TaskDef& def) {
     auto it = datasets_.find(def.dataset_id());
     if (it != datasets_.end()) return it->second;
   }
-  SLUICE_ASSIGN_OR_RETURN(Dataset ds, DeserializeDataset(def.graph(), GraphFormat::kBinary));
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds,
+                          DeserializeDataset(def.graph(), GraphFormat::kBinary));
   // The worker's budgets, set on the dataset (not per iterator) so that its rewritten
   // graph is computed once. The task's buffer is the pipeline's output prefetch: a second
   // one would only add a hand-off (unless the pipeline's options ask for it).
@@ -224,7 +231,8 @@ Result<Dataset> Worker::CachedDataset(const TaskDef& def) {
   }
   ds = ds.WithOptions(options);
   MutexLock l(&mu_);
-  if (datasets_.size() >= 64) datasets_.clear();  // a bound, not an LRU: rebuilding is cheap
+  if (datasets_.size() >= 64)
+    datasets_.clear();  // a bound, not an LRU: rebuilding is cheap
   datasets_.emplace(def.dataset_id(), ds);
   return ds;
 }
@@ -242,10 +250,9 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
   const int64_t n = t->def.num_workers(), i = t->def.worker_index();
   switch (t->def.sharding_policy()) {
     case DYNAMIC:
-      provider = std::make_shared<RemoteSplitProvider>(dispatcher_, t->def.task_id(),
-                                                       config_.lease_splits,
-                                                       config_.dispatcher_retry_ms,
-                                                       &t->cancelled, &split_rpcs_);
+      provider = std::make_shared<RemoteSplitProvider>(
+          dispatcher_, t->def.task_id(), config_.lease_splits,
+          config_.dispatcher_retry_ms, &t->cancelled, &split_rpcs_);
       break;
     case FILE: {
       Result<std::shared_ptr<SplitProvider>> local = ds->MakeSplitProvider();
@@ -273,7 +280,8 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
       return;
     }
     t->cv.Wait(&t->mu, [&]() REQUIRES(t->mu) {
-      return t->cancelled || static_cast<int64_t>(t->buffer.size()) < config_.buffer_elements;
+      return t->cancelled ||
+             static_cast<int64_t>(t->buffer.size()) < config_.buffer_elements;
     });
     t->buffer.push_back(std::move(**e));
     t->cv.SignalAll();
@@ -287,7 +295,8 @@ Status Worker::Take(int64_t task_id, Element* element, TakeResult* result) {
     if (stopping_) return CancelledError("worker " + config_.address + " is stopping");
     auto it = tasks_.find(task_id);
     if (it == tasks_.end()) {
-      return NotFoundError("worker " + config_.address + ": no task " + std::to_string(task_id));
+      return NotFoundError("worker " + config_.address + ": no task " +
+                           std::to_string(task_id));
     }
     t = it->second;
   }
@@ -296,8 +305,9 @@ Status Worker::Take(int64_t task_id, Element* element, TakeResult* result) {
     MutexLock l(&t->mu);
     t->cv.WaitFor(&t->mu, std::chrono::milliseconds(config_.get_element_wait_ms),
                   [&]() REQUIRES(t->mu) {
-      return !t->buffer.empty() || t->ended || !t->error.ok() || t->cancelled;
-    });
+                    return !t->buffer.empty() || t->ended || !t->error.ok() ||
+                           t->cancelled;
+                  });
     if (!t->buffer.empty()) {
       *element = std::move(t->buffer.front());
       t->buffer.pop_front();

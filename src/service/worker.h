@@ -39,12 +39,12 @@ namespace sluice::service {
 struct WorkerConfig {
   std::string address;  // how clients reach this worker ("host:port"), its identity
   int64_t heartbeat_interval_ms = 200;
-  int64_t cpu_budget = 0;            // 0: the machine's cores (Options::autotune)
-  int64_t ram_budget = 0;            // 0: the runtime's default
-  int64_t buffer_elements = 64;      // per task, elements ready to serve
-  int64_t lease_splits = 64;         // DYNAMIC: splits asked for per GetSplits
+  int64_t cpu_budget = 0;                // 0: the machine's cores (Options::autotune)
+  int64_t ram_budget = 0;                // 0: the runtime's default
+  int64_t buffer_elements = 64;          // per task, elements ready to serve
+  int64_t lease_splits = 64;             // DYNAMIC: splits asked for per GetSplits
   int64_t dispatcher_retry_ms = 120000;  // how long a split request retries
-  int64_t get_element_wait_ms = 50;  // how long GetElement waits for an element
+  int64_t get_element_wait_ms = 50;      // how long GetElement waits for an element
 };
 
 class Worker {

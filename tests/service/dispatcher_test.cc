@@ -18,7 +18,9 @@ using testing::TempDir;
 std::map<int64_t, int64_t> leases_received;
 
 struct Fixture {
-  explicit Fixture(std::string dir) : work_dir(std::move(dir)) { leases_received.clear(); }
+  explicit Fixture(std::string dir) : work_dir(std::move(dir)) {
+    leases_received.clear();
+  }
   std::string work_dir;
   int64_t now = 1000;
   std::unique_ptr<Dispatcher> Make() {

@@ -7,6 +7,7 @@
 #include "core/coding.h"
 #include "service/element_codec.h"
 #include "sluice/dataset.h"
+#include "service/tsan_suppressions.h"
 #include "sluice/service.h"
 #include "testing/conformance.h"
 
@@ -54,7 +55,8 @@ std::map<int64_t, int> Counts(const Dataset& ds) {
 
 TEST(DistributeTest, DynamicDeliversEveryElementOnceWithOneRpcPerLease) {
   InProcessCluster c(2);
-  auto counts = Counts(Distribute(Dataset::Range(100), c.Options(ShardingPolicy::kDynamic)));
+  auto counts =
+      Counts(Distribute(Dataset::Range(100), c.Options(ShardingPolicy::kDynamic)));
   ASSERT_EQ(counts.size(), 100u);
   for (auto [v, n] : counts) EXPECT_EQ(n, 1) << v;
   // ceil(100 / 7) = 15 leases, plus one end-of-splits answer per worker.
@@ -86,8 +88,8 @@ TEST(DistributeTest, FileShardsFilesAcrossWorkers) {
     testing::WriteFile(files.back(), text);
   }
   InProcessCluster c(2);
-  for (ShardingPolicy p : {ShardingPolicy::kFile, ShardingPolicy::kFileOrData,
-                           ShardingPolicy::kHint}) {
+  for (ShardingPolicy p :
+       {ShardingPolicy::kFile, ShardingPolicy::kFileOrData, ShardingPolicy::kHint}) {
     auto all = Distribute(Dataset::TextLine(files), c.Options(p)).Collect();
     ASSERT_TRUE(all.ok()) << all.status();
     std::multiset<std::string> lines;
@@ -106,9 +108,8 @@ TEST(DistributeTest, LocalTargetReadsThisProcesssWorker) {
 }
 
 TEST(DistributeTest, LocalCallableIsRefusedBeforeAnythingIsSent) {
-  Function f = Function::Map("add_one", [](const Element& e, FunctionContext&) -> Result<Element> {
-    return e;
-  });
+  Function f = Function::Map(
+      "add_one", [](const Element& e, FunctionContext&) -> Result<Element> { return e; });
   DistributeOptions o;
   o.service = "grpc://127.0.0.1:1";  // nothing listens: nothing may be contacted
   Dataset ds = Distribute(Dataset::Range(5).Map(f), o);
@@ -119,13 +120,16 @@ TEST(DistributeTest, LocalCallableIsRefusedBeforeAnythingIsSent) {
 TEST(DistributeTest, BadOptionsAreClearErrors) {
   DistributeOptions o;
   o.service = "http://x";
-  EXPECT_EQ(Distribute(Dataset::Range(5), o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Distribute(Dataset::Range(5), o).status().code(),
+            StatusCode::kInvalidArgument);
   o.service = "grpc://localhost:5000";
   o.compression = "SNAPPY";
-  EXPECT_EQ(Distribute(Dataset::Range(5), o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Distribute(Dataset::Range(5), o).status().code(),
+            StatusCode::kInvalidArgument);
   o.compression = "AUTO";
   o.target_workers = "SOME";
-  EXPECT_EQ(Distribute(Dataset::Range(5), o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Distribute(Dataset::Range(5), o).status().code(),
+            StatusCode::kInvalidArgument);
   o.target_workers = "AUTO";
   o.num_consumers = 2;
   EXPECT_EQ(Distribute(Dataset::Range(5), o).status().code(), StatusCode::kUnimplemented);
@@ -142,7 +146,8 @@ TEST(DistributeTest, UnreachableDispatcherFailsWithinItsTimeout) {
 }
 
 TEST(ElementCodecTest, CompressionRoundTripsAndBadBytesAreErrors) {
-  Element e{Tensor::Scalar<std::string>(std::string(10000, 'x')), Tensor::Scalar<int64_t>(7)};
+  Element e{Tensor::Scalar<std::string>(std::string(10000, 'x')),
+            Tensor::Scalar<int64_t>(7)};
   std::string bytes;
   EncodeElement(e, &bytes);
   for (ElementCompression c : {COMPRESSION_NONE, COMPRESSION_ZSTD, COMPRESSION_LZ4}) {

@@ -91,7 +91,8 @@ TEST(JournalTest, AbsurdLengthIsATornTailNotAnAllocation) {
 TEST(JournalTest, UnwritableDirectoryIsAnError) {
   auto opened = Journal::Open("/nonexistent-dir/journal");
   EXPECT_FALSE(opened.ok());
-  EXPECT_NE(opened.status().message().find("/nonexistent-dir/journal"), std::string::npos);
+  EXPECT_NE(opened.status().message().find("/nonexistent-dir/journal"),
+            std::string::npos);
 }
 
 }  // namespace
