@@ -3,6 +3,7 @@
 // killed at any moment resumes where it was when restarted with the same directory.
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "commands.h"
@@ -29,6 +30,8 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
   auto* d = app.add_subcommand("dispatcher", "Run a service dispatcher (until killed)");
   auto dopts = std::make_shared<service::DispatcherOptions>();
   auto dport_file = std::make_shared<std::string>();
+  auto djson = std::make_shared<bool>(false);
+  d->add_flag("--json", *djson, "Print the start-up line as JSON");
   d->add_option("--port", dopts->port, "Port to listen on (0: any free port)")
       ->capture_default_str();
   d->add_option("--host", dopts->host, "Address to listen on")->capture_default_str();
@@ -42,18 +45,26 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
                 "A client silent this long leaves its job")
       ->capture_default_str();
   d->add_option("--port-file", *dport_file, "Write the bound port to this file");
-  d->callback([dopts, dport_file, exit_code] {
+  d->callback([dopts, dport_file, djson, exit_code] {
     auto server = service::DispatchServer::Start(*dopts);
     if (!server.ok()) {
       std::fprintf(stderr, "sluice dispatcher: %s\n", server.status().ToString().c_str());
       *exit_code = 1;
       return;
     }
-    std::printf(
-        "sluice dispatcher: listening on %s (journal: %ld updates replayed, %ld "
-        "torn bytes dropped)\n",
-        (*server)->target().c_str(), static_cast<long>((*server)->updates_replayed()),
-        static_cast<long>((*server)->journal_dropped_bytes()));
+    if (*djson) {
+      nlohmann::json j = {{"target", (*server)->target()},
+                          {"port", (*server)->port()},
+                          {"updates_replayed", (*server)->updates_replayed()},
+                          {"journal_dropped_bytes", (*server)->journal_dropped_bytes()}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf(
+          "sluice dispatcher: listening on %s (journal: %ld updates replayed, %ld "
+          "torn bytes dropped)\n",
+          (*server)->target().c_str(), static_cast<long>((*server)->updates_replayed()),
+          static_cast<long>((*server)->journal_dropped_bytes()));
+    }
     std::fflush(stdout);
     if (!WritePortFile(*dport_file, (*server)->port())) {
       std::fprintf(stderr, "sluice dispatcher: cannot write %s\n", dport_file->c_str());
@@ -66,6 +77,8 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
   auto* w = app.add_subcommand("worker", "Run a service worker (until killed)");
   auto wopts = std::make_shared<service::WorkerOptions>();
   auto wport_file = std::make_shared<std::string>();
+  auto wjson = std::make_shared<bool>(false);
+  w->add_flag("--json", *wjson, "Print the start-up line as JSON");
   w->add_option("--dispatcher", wopts->dispatcher, "The dispatcher, host:port")
       ->required();
   w->add_option("--port", wopts->port, "Port to listen on (0: any free port)")
@@ -81,14 +94,19 @@ void AddServiceCommands(CLI::App& app, int* exit_code) {
   w->add_option("--heartbeat-ms", wopts->heartbeat_interval_ms, "Heartbeat interval")
       ->capture_default_str();
   w->add_option("--port-file", *wport_file, "Write the bound port to this file");
-  w->callback([wopts, wport_file, exit_code] {
+  w->callback([wopts, wport_file, wjson, exit_code] {
     auto server = service::WorkServer::Start(*wopts);
     if (!server.ok()) {
       std::fprintf(stderr, "sluice worker: %s\n", server.status().ToString().c_str());
       *exit_code = 1;
       return;
     }
-    std::printf("sluice worker: serving on %s\n", (*server)->address().c_str());
+    if (*wjson) {
+      nlohmann::json j = {{"address", (*server)->address()}, {"port", (*server)->port()}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("sluice worker: serving on %s\n", (*server)->address().c_str());
+    }
     std::fflush(stdout);
     if (!WritePortFile(*wport_file, (*server)->port())) {
       *exit_code = 1;
