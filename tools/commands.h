@@ -21,6 +21,8 @@ void AddOpsCommand(CLI::App& app, int* exit_code);
 // sluice plumber [spec.json] [--trace t] [--apply out.json] [--json] [--html r.html]
 // (tools/plumber_command.cc)
 void AddPlumberCommand(CLI::App& app, int* exit_code);
+// sluice dispatcher ... / sluice worker ... (tools/service_command.cc)
+void AddServiceCommands(CLI::App& app, int* exit_code);
 
 }  // namespace sluice
 

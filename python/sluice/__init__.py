@@ -29,6 +29,8 @@ from . import attr
 from ._sluice import Tensor, Function
 from .kernels import kernel, kernel_names, cast, reshape, expand_dims, compare
 from . import data
+from . import service as _service
+data.service = _service  # sluice.data.service, as tf.data.experimental.service
 from . import image
 from . import text
 from . import io

@@ -25,6 +25,7 @@ T ValueOrThrow(Result<T> r) {
 
 // Area binders, called from PYBIND11_MODULE in module.cc (add one line there per area).
 void BindPlumber(pybind11::module_& m);  // python/src/plumber_bindings.cc
+void BindService(pybind11::module_& m);  // service_bindings.cc
 
 }  // namespace python
 }  // namespace sluice

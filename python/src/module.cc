@@ -1237,5 +1237,5 @@ PYBIND11_MODULE(_sluice, m) {
     return py::bytes(b.Serialize());
   }, "A serialized tf.train.Example of (key, 'int64'|'float'|'bytes', values) triples.");
   BindPlumber(m);
+  sluice::python::BindService(m);
 }
-

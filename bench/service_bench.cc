@@ -1,0 +1,287 @@
+// The service's costs (docs/service.md#performance).
+//
+//   BM_Splits{InProcess,Grpc}/lease: DYNAMIC splits handed out per second by the
+//     dispatcher (journal fsynced per lease), with one GetSplits RPC per lease of `lease`
+//     splits: counters splits_per_second, rpcs_per_lease.
+//   BM_ImagePipeline{Plain,LocalWorker}: the same image pipeline read directly and
+//   through
+//     Distribute with a worker in this process (target_workers="LOCAL"): ns_per_batch;
+//     the overhead is the ratio of the two.
+//   BM_LocalWorkerOverhead: the two alternated epoch by epoch (the figure to quote on a
+//     shared machine): overhead_percent, median_pair_overhead_percent.
+//   BM_RemoteClientCpu/{tiny,images}: a client reading from two `sluice worker`
+//     processes on loopback: client_cpu_ns_per_element (this process's CPU time, which
+//     holds only the client and an idle dispatcher, per element).
+//
+//   ./build/service_bench --benchmark_format=json
+#include <benchmark/benchmark.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "service/dispatcher.h"
+#include "service/grpc_transport.h"
+#include "sluice/dataset.h"
+#include "sluice/serialize.h"
+#include "sluice/service.h"
+
+namespace sluice::service {
+namespace {
+
+std::string TempWorkDir() {
+  char tmpl[] = "/tmp/sluice_service_bench_XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+// A dispatcher with one DYNAMIC job over `splits` splits and its task on worker "w".
+template <typename Client>
+int64_t SetUpJob(Client* d, int64_t splits) {
+  Dataset ds = Dataset::Range(splits);
+  GetOrRegisterDatasetRequest rreq;
+  rreq.set_graph(*SerializeDataset(ds, GraphFormat::kBinary));
+  rreq.set_fingerprint(*DatasetFingerprint(ds));
+  GetOrRegisterDatasetResponse rresp;
+  WorkerHeartbeatRequest hreq;
+  hreq.set_worker_address("w");
+  WorkerHeartbeatResponse hresp;
+  if (!d->WorkerHeartbeat(hreq, &hresp).ok()) return -1;
+  if (!d->GetOrRegisterDataset(rreq, &rresp).ok()) return -1;
+  GetOrCreateJobRequest jreq;
+  jreq.set_dataset_id(rresp.dataset_id());
+  jreq.set_sharding_policy(DYNAMIC);
+  GetOrCreateJobResponse jresp;
+  if (!d->GetOrCreateJob(jreq, &jresp).ok()) return -1;
+  hresp.Clear();
+  if (!d->WorkerHeartbeat(hreq, &hresp).ok() || hresp.new_task_size() != 1) return -1;
+  return hresp.new_task(0).task_id();
+}
+
+template <typename Client>
+void LeaseLoop(benchmark::State& state, Client* d, int64_t task) {
+  const int64_t lease = state.range(0);
+  int64_t splits = 0, rpcs = 0, index = 0;
+  for (auto _ : state) {
+    GetSplitsRequest req;
+    req.set_task_id(task);
+    req.set_max_splits(lease);
+    req.set_lease_index(index++);
+    GetSplitsResponse resp;
+    Status s = d->GetSplits(req, &resp);
+    if (!s.ok() || resp.end_of_splits()) {
+      state.SkipWithError(s.ok() ? "ran out of splits" : s.ToString().c_str());
+      return;
+    }
+    splits += resp.end() - resp.begin();
+    ++rpcs;
+  }
+  state.counters["splits_per_second"] =
+      benchmark::Counter(static_cast<double>(splits), benchmark::Counter::kIsRate);
+  state.counters["rpcs_per_lease"] =
+      static_cast<double>(rpcs) / static_cast<double>(rpcs);
+  state.counters["rpcs"] = static_cast<double>(rpcs);
+}
+
+void BM_SplitsInProcess(benchmark::State& state) {
+  const std::string dir = TempWorkDir();
+  DispatcherConfig c;
+  c.work_dir = dir;
+  Dispatcher d(c);
+  if (!d.Start().ok()) return state.SkipWithError("start");
+  const int64_t task = SetUpJob(&d, int64_t{1} << 40);
+  if (task < 0) return state.SkipWithError("set up");
+  LeaseLoop(state, &d, task);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_SplitsInProcess)->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
+
+void BM_SplitsGrpc(benchmark::State& state) {
+  const std::string dir = TempWorkDir();
+  DispatcherOptions o;
+  o.work_dir = dir;
+  auto server = DispatchServer::Start(o);
+  if (!server.ok()) return state.SkipWithError(server.status().ToString().c_str());
+  GrpcDispatcherClient client("127.0.0.1:" + std::to_string((*server)->port()));
+  const int64_t task = SetUpJob(&client, int64_t{1} << 40);
+  if (task < 0) return state.SkipWithError("set up");
+  LeaseLoop(state, &client, task);
+  (*server)->Stop();
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_SplitsGrpc)->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
+
+// 8192 images of 64x64x3 uint8 -> float, flipped, batches of 32 (256 batches). The
+// image is repeated, not sliced from a big tensor, so the graph that travels stays small.
+Dataset ImagePipeline() {
+  Tensor image = Tensor::Zeros(DType::kUInt8, Shape({64, 64, 3}));
+  return Dataset::FromTensors(Element{image})
+      .Repeat(8192)
+      .Map(*Function::Kernel("to_float"))
+      .Map(*Function::Kernel("flip_left_right"))
+      .Batch(32);
+}
+
+double first_ns = 0, end_ns = 0, drain_calls = 0;
+
+void Drain(benchmark::State& state, const Dataset& ds, int64_t* elements) {
+  const auto start = std::chrono::steady_clock::now();
+  auto it = ds.MakeIterator();
+  if (!it.ok()) return state.SkipWithError(it.status().ToString().c_str());
+  for (int64_t i = 0;; ++i) {
+    auto e = (*it)->GetNext();
+    if (i == 0) first_ns += (std::chrono::steady_clock::now() - start).count();
+    if (!e.ok()) return state.SkipWithError(e.status().ToString().c_str());
+    if (!e->has_value()) break;
+    ++*elements;
+  }
+  end_ns += (std::chrono::steady_clock::now() - start).count();
+  ++drain_calls;
+}
+
+void BM_ImagePipelinePlain(benchmark::State& state) {
+  Dataset ds = ImagePipeline();
+  int64_t batches = 0;
+  first_ns = end_ns = drain_calls = 0;
+  for (auto _ : state) Drain(state, ds, &batches);
+  state.counters["ms_to_first_batch"] = first_ns / drain_calls / 1e6;
+  state.counters["ms_per_epoch"] = end_ns / drain_calls / 1e6;
+  first_ns = end_ns = drain_calls = 0;
+  state.counters["ns_per_batch"] =
+      benchmark::Counter(static_cast<double>(batches),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ImagePipelinePlain)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_ImagePipelineLocalWorker(benchmark::State& state) {
+  auto dispatcher = DispatchServer::Start({});
+  if (!dispatcher.ok())
+    return state.SkipWithError(dispatcher.status().ToString().c_str());
+  WorkerOptions w;
+  w.dispatcher = (*dispatcher)->target();
+  auto worker = WorkServer::Start(w);
+  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
+  DistributeOptions o;
+  o.service = (*dispatcher)->target();
+  o.target_workers = "LOCAL";
+  o.processing_mode = ShardingPolicy::kOff;  // one worker reads it all
+  Dataset ds = Distribute(ImagePipeline(), o);
+  int64_t batches = 0;
+  first_ns = end_ns = drain_calls = 0;
+  for (auto _ : state) Drain(state, ds, &batches);
+  state.counters["ms_to_first_batch"] = first_ns / drain_calls / 1e6;
+  state.counters["ms_per_epoch"] = end_ns / drain_calls / 1e6;
+  first_ns = end_ns = drain_calls = 0;
+  state.counters["ns_per_batch"] =
+      benchmark::Counter(static_cast<double>(batches),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ImagePipelineLocalWorker)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+double ProcessCpuNs() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e9 +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e3;
+}
+
+// Plain and LOCAL-worker epochs alternated, so both see the same machine load: the
+// overhead in percent from the sums and as the median of the per-pair ratios.
+void BM_LocalWorkerOverhead(benchmark::State& state) {
+  auto dispatcher = DispatchServer::Start({});
+  if (!dispatcher.ok())
+    return state.SkipWithError(dispatcher.status().ToString().c_str());
+  WorkerOptions w;
+  w.dispatcher = (*dispatcher)->target();
+  auto worker = WorkServer::Start(w);
+  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
+  DistributeOptions o;
+  o.service = (*dispatcher)->target();
+  o.target_workers = "LOCAL";
+  o.processing_mode = ShardingPolicy::kOff;
+  Dataset plain = ImagePipeline();
+  Dataset local = Distribute(plain, o);
+  double plain_ns = 0, local_ns = 0;
+  std::vector<double> ratios;
+  int64_t batches = 0;
+  double plain_cpu = 0, local_cpu = 0;
+  for (auto _ : state) {
+    const double c0 = ProcessCpuNs();
+    const auto t0 = std::chrono::steady_clock::now();
+    Drain(state, plain, &batches);
+    const double c1 = ProcessCpuNs();
+    const auto t1 = std::chrono::steady_clock::now();
+    Drain(state, local, &batches);
+    const auto t2 = std::chrono::steady_clock::now();
+    plain_cpu += c1 - c0;
+    local_cpu += ProcessCpuNs() - c1;
+    plain_ns += (t1 - t0).count();
+    local_ns += (t2 - t1).count();
+    ratios.push_back(static_cast<double>((t2 - t1).count()) / (t1 - t0).count());
+  }
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["overhead_percent"] = (local_ns / plain_ns - 1) * 100;
+  state.counters["cpu_overhead_percent"] = (local_cpu / plain_cpu - 1) * 100;
+  state.counters["median_pair_overhead_percent"] = (ratios[ratios.size() / 2] - 1) * 100;
+  state.counters["plain_ms_per_epoch"] = plain_ns / ratios.size() / 1e6;
+  state.counters["local_ms_per_epoch"] = local_ns / ratios.size() / 1e6;
+}
+BENCHMARK(BM_LocalWorkerOverhead)
+    ->Iterations(40)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_RemoteClientCpu(benchmark::State& state) {
+  const bool images = state.range(0) == 1;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string bin(self, n > 0 ? n : 0);
+  bin = bin.substr(0, bin.rfind('/')) + "/sluice";
+  auto dispatcher = DispatchServer::Start({});
+  if (!dispatcher.ok())
+    return state.SkipWithError(dispatcher.status().ToString().c_str());
+  const std::string addr = "127.0.0.1:" + std::to_string((*dispatcher)->port());
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 2; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl(bin.c_str(), bin.c_str(), "worker", "--dispatcher", addr.c_str(), nullptr);
+      _exit(127);
+    }
+    workers.push_back(pid);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the workers register
+  DistributeOptions o;
+  o.service = (*dispatcher)->target();
+  o.compression = "NONE";
+  o.processing_mode = images ? ShardingPolicy::kOff : ShardingPolicy::kDynamic;
+  Dataset ds = Distribute(images ? ImagePipeline() : Dataset::Range(20000), o);
+  int64_t elements = 0;
+  double cpu = 0;
+  for (auto _ : state) {
+    const double before = ProcessCpuNs();
+    Drain(state, ds, &elements);
+    cpu += ProcessCpuNs() - before;
+  }
+  for (pid_t pid : workers) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  state.counters["client_cpu_ns_per_element"] = cpu / static_cast<double>(elements);
+  state.counters["elements_per_second"] =
+      benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RemoteClientCpu)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace sluice::service
+
+BENCHMARK_MAIN();

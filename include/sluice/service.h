@@ -1,0 +1,152 @@
+// The service (docs/service.md): scale a pipeline's preprocessing out to worker
+// processes, as tf.data service does. A dispatcher hands out work, stateless workers run
+// the pipeline and serve its elements, and `Distribute` makes a dataset that reads them.
+//
+//   // dispatcher:  sluice dispatcher --port 5000 --work-dir /var/lib/sluice
+//   // workers:     sluice worker --dispatcher localhost:5000 --port 5001
+//   service::DistributeOptions o;
+//   o.processing_mode = service::ShardingPolicy::kDynamic;
+//   o.service = "grpc://localhost:5000";
+//   o.job_name = "train";  // clients with the same job name share its elements
+//   Dataset ds = service::Distribute(Dataset::TFRecord(files).Map(*parse), o);
+//
+// What travels: the pipeline's graph (sluice/serialize.h). A pipeline with a local
+// callable cannot run on a worker: Distribute returns a dataset carrying
+// FailedPrecondition naming the op and function, before anything is sent.
+//
+// Sharding policies (processing_mode), with tf.data service's meanings:
+//   kOff         every worker reads the whole dataset: each element once per worker.
+//   kDynamic     the dispatcher leases ranges of the source's splits to workers as they
+//                ask; every element exactly once without failures, at most once with.
+//   kFile        worker i of n reads the source's files i, i + n, ... (record-file or
+//                indexed sources: their splits); needs the workers registered first.
+//   kData        worker i of n keeps elements i, i + n, ... of the whole pipeline.
+//   kFileOrData  kFile when the source reads files, else kData.
+//   kHint        as kFileOrData in this part (explicit shard hints are part 2).
+//
+// Failures: a worker that dies loses at most the splits it held (JobReport::lost_splits),
+// the job finishes on the others. A dispatcher restarted from its work directory's
+// journal resumes every job; clients and workers retry with backoff meanwhile. A client
+// that disappears is dropped from its job after the dispatcher's client timeout.
+//
+// Thread-safety: free functions are thread-safe; servers may be stopped from any thread.
+#ifndef SLUICE_SERVICE_H_
+#define SLUICE_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/dataset.h"
+#include "sluice/status.h"
+
+namespace sluice::service {
+
+enum class ShardingPolicy { kOff, kDynamic, kFile, kData, kFileOrData, kHint };
+// "OFF", "DYNAMIC", "FILE", "DATA", "FILE_OR_DATA", "HINT" (case-insensitive).
+Result<ShardingPolicy> ShardingPolicyFromName(std::string_view name);
+std::string_view ShardingPolicyName(ShardingPolicy p);
+
+struct DistributeOptions {
+  ShardingPolicy processing_mode = ShardingPolicy::kDynamic;
+  // The dispatcher: "grpc://host:port" (or "host:port").
+  std::string service;
+  // Clients naming the same job read one stream between them; "" : a job of its own.
+  std::string job_name;
+  // Coordinated reads (part 2): must stay unset.
+  std::optional<int64_t> consumer_index;
+  std::optional<int64_t> num_consumers;
+  // "AUTO" (lz4 from remote workers, none from local ones), "NONE", "ZSTD", "LZ4".
+  std::string compression = "AUTO";
+  // "AUTO" / "ANY": every worker; "LOCAL": only workers started in this process
+  // (StartWorker), read without the network.
+  std::string target_workers = "AUTO";
+  // Requests in flight at once across the workers; 0: one per worker.
+  int64_t max_outstanding_requests = 0;
+  // Elements fetched ahead of the consumer (bounded buffer).
+  int64_t buffer_elements = 64;
+  // How long the client waits for an unreachable dispatcher before failing.
+  int64_t dispatcher_timeout_ms = 120000;
+};
+
+// A dataset that reads `dataset`'s elements from the service. Errors (a local callable,
+// a bad address, options of part 2) travel with the returned dataset; the dispatcher is
+// first contacted by MakeIterator.
+Dataset Distribute(const Dataset& dataset, const DistributeOptions& options);
+
+// What a distributed read saw, recorded when its iterator ends or is destroyed.
+struct JobReport {
+  int64_t job_id = 0;
+  std::string job_name;
+  int64_t elements = 0;     // elements this client received
+  int64_t lost_tasks = 0;   // tasks whose worker died
+  int64_t lost_splits = 0;  // DYNAMIC: splits those workers held (at most this was lost)
+  bool finished = false;    // the job ran to its end
+};
+// Every report of this process, oldest first.
+std::vector<JobReport> JobReports();
+
+// ---- running servers in this process (the CLI's `sluice dispatcher` / `sluice worker`)
+// ----
+
+struct DispatcherOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (see port())
+  // Holds the journal; "" keeps none (the state dies with the process).
+  std::string work_dir;
+  int64_t worker_timeout_ms = 10000;
+  int64_t client_timeout_ms = 60000;
+};
+
+class DispatchServer {
+ public:
+  static Result<std::unique_ptr<DispatchServer>> Start(const DispatcherOptions& options);
+  ~DispatchServer();  // Stop()
+  int port() const;
+  std::string target() const;  // "grpc://host:port"
+  void Stop();
+  void Join();  // blocks until Stop
+  // Journal records replayed at start, and the torn tail dropped (bytes).
+  int64_t updates_replayed() const;
+  int64_t journal_dropped_bytes() const;
+
+ private:
+  struct Impl;
+  explicit DispatchServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct WorkerOptions {
+  std::string dispatcher;  // "grpc://host:port"
+  std::string host = "127.0.0.1";
+  int port = 0;
+  int64_t cpu_budget = 0;  // threads for this worker's pipelines; 0: all cores
+  int64_t ram_budget = 0;  // bytes for their buffers; 0: the runtime's default
+  int64_t heartbeat_interval_ms = 200;
+  int64_t lease_splits = 64;  // DYNAMIC: splits per lease (one RPC each)
+};
+
+// A worker, registered with the dispatcher when Start returns. Workers started this way
+// are the "LOCAL" workers of this process's distributed datasets.
+class WorkServer {
+ public:
+  static Result<std::unique_ptr<WorkServer>> Start(const WorkerOptions& options);
+  ~WorkServer();  // Stop()
+  int port() const;
+  std::string address() const;  // "host:port"
+  void Stop();
+  void Join();
+  int64_t split_rpcs() const;  // GetSplits calls this worker made
+
+ private:
+  struct Impl;
+  explicit WorkServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_H_

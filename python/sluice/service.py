@@ -1,0 +1,104 @@
+"""sluice.data.service: run a pipeline's preprocessing on service workers (docs/service.md).
+
+Exactly as tf.data service's client:
+
+    ds = ds.apply(sluice.data.service.distribute(
+        processing_mode=sluice.data.service.ShardingPolicy.DYNAMIC,
+        service="grpc://localhost:5000", job_name="train"))
+
+The dispatcher and workers run as `sluice dispatcher --port P --work-dir D` and
+`sluice worker --dispatcher HOST:P --port Q`, or in this process with DispatchServer and
+WorkerServer (a worker started here is one of this process's "LOCAL" workers).
+"""
+
+import enum
+
+from . import _sluice
+
+
+class ShardingPolicy(enum.IntEnum):
+    """tf.data.experimental.service.ShardingPolicy."""
+    OFF = 0
+    DYNAMIC = 1
+    FILE = 2
+    DATA = 3
+    FILE_OR_DATA = 4
+    HINT = 5
+
+
+def _mode_name(processing_mode):
+    if isinstance(processing_mode, ShardingPolicy):
+        return processing_mode.name
+    if isinstance(processing_mode, str):
+        # tf.data's legacy names
+        return {"parallel_epochs": "OFF", "distributed_epoch": "DYNAMIC"}.get(
+            processing_mode, processing_mode)
+    raise TypeError("processing_mode must be a ShardingPolicy or its name, not %r"
+                    % (processing_mode,))
+
+
+def distribute(processing_mode, service, job_name=None, consumer_index=None,
+               num_consumers=None, max_outstanding_requests=None,
+               data_transfer_protocol=None, compression="AUTO", cross_trainer_cache=None,
+               target_workers="AUTO"):
+    """A transformation for Dataset.apply that reads the dataset from the service.
+
+    The pipeline must use registered kernels only (its graph travels to the workers); a
+    Python callable in it raises FailedPreconditionError here, before anything is sent.
+    consumer_index / num_consumers (coordinated reads) and cross_trainer_cache are part 2
+    and raise UnimplementedError; data_transfer_protocol must be None or "grpc".
+    """
+    from . import data as _data
+    if data_transfer_protocol not in (None, "grpc"):
+        raise ValueError("data_transfer_protocol must be None or 'grpc'")
+    if cross_trainer_cache is not None:
+        raise NotImplementedError("cross_trainer_cache (sharing between jobs) is not supported yet")
+    mode = _mode_name(processing_mode)
+
+    def _apply(dataset):
+        return _data.Dataset(_sluice.service_distribute(
+            _data._ds(dataset), mode, str(service), job_name or "", consumer_index,
+            num_consumers, str(compression or "NONE"), str(target_workers),
+            int(max_outstanding_requests or 0)))
+
+    return _apply
+
+
+class DispatchServer:
+    """A dispatcher in this process (tf.data.experimental.service.DispatchServer)."""
+
+    def __init__(self, port=0, work_dir="", host="127.0.0.1", worker_timeout_ms=10000,
+                 client_timeout_ms=60000):
+        self._server = _sluice.DispatchServer(port, work_dir, host, worker_timeout_ms,
+                                              client_timeout_ms)
+
+    @property
+    def target(self):
+        return self._server.target
+
+    @property
+    def port(self):
+        return self._server.port
+
+    def stop(self):
+        self._server.stop()
+
+
+class WorkerServer:
+    """A worker in this process, registered with `dispatcher` ("grpc://host:port")."""
+
+    def __init__(self, dispatcher, port=0, host="127.0.0.1", cpu_budget=0, ram_budget=0,
+                 lease_splits=64):
+        self._server = _sluice.WorkServer(dispatcher, port, host, cpu_budget, ram_budget,
+                                          lease_splits)
+
+    @property
+    def address(self):
+        return self._server.address
+
+    @property
+    def split_rpcs(self):
+        return self._server.split_rpcs
+
+    def stop(self):
+        self._server.stop()

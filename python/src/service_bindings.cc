@@ -1,0 +1,79 @@
+// sluice.data.service (python/sluice/service.py): distribute and in-process servers.
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "sluice/service.h"
+
+namespace py = pybind11;
+
+namespace sluice {
+namespace python {
+
+void BindService(py::module_& m) {
+  m.def(
+      "service_distribute",
+      [](const Dataset& ds, const std::string& mode, const std::string& service,
+         const std::string& job_name, std::optional<int64_t> consumer_index,
+         std::optional<int64_t> num_consumers, const std::string& compression,
+         const std::string& target_workers, int64_t max_outstanding_requests) {
+        service::DistributeOptions o;
+        o.processing_mode = ValueOrThrow(service::ShardingPolicyFromName(mode));
+        o.service = service;
+        o.job_name = job_name;
+        o.consumer_index = consumer_index;
+        o.num_consumers = num_consumers;
+        o.compression = compression;
+        o.target_workers = target_workers;
+        o.max_outstanding_requests = max_outstanding_requests;
+        Dataset out = service::Distribute(ds, o);
+        ThrowIfError(out.status());
+        return out;
+      },
+      py::arg("dataset"), py::arg("processing_mode"), py::arg("service"),
+      py::arg("job_name") = "", py::arg("consumer_index") = py::none(),
+      py::arg("num_consumers") = py::none(), py::arg("compression") = "AUTO",
+      py::arg("target_workers") = "AUTO", py::arg("max_outstanding_requests") = 0);
+
+  py::class_<service::DispatchServer>(m, "DispatchServer")
+      .def(py::init([](int port, const std::string& work_dir, const std::string& host,
+                       int64_t worker_timeout_ms, int64_t client_timeout_ms) {
+             service::DispatcherOptions o;
+             o.port = port;
+             o.work_dir = work_dir;
+             o.host = host;
+             o.worker_timeout_ms = worker_timeout_ms;
+             o.client_timeout_ms = client_timeout_ms;
+             py::gil_scoped_release release;
+             return ValueOrThrow(service::DispatchServer::Start(o));
+           }),
+           py::arg("port") = 0, py::arg("work_dir") = "", py::arg("host") = "127.0.0.1",
+           py::arg("worker_timeout_ms") = 10000, py::arg("client_timeout_ms") = 60000)
+      .def_property_readonly("port", &service::DispatchServer::port)
+      .def_property_readonly("target", &service::DispatchServer::target)
+      .def("stop", &service::DispatchServer::Stop,
+           py::call_guard<py::gil_scoped_release>());
+
+  py::class_<service::WorkServer>(m, "WorkServer")
+      .def(py::init([](const std::string& dispatcher, int port, const std::string& host,
+                       int64_t cpu_budget, int64_t ram_budget, int64_t lease_splits) {
+             service::WorkerOptions o;
+             o.dispatcher = dispatcher;
+             o.port = port;
+             o.host = host;
+             o.cpu_budget = cpu_budget;
+             o.ram_budget = ram_budget;
+             o.lease_splits = lease_splits;
+             py::gil_scoped_release release;
+             return ValueOrThrow(service::WorkServer::Start(o));
+           }),
+           py::arg("dispatcher"), py::arg("port") = 0, py::arg("host") = "127.0.0.1",
+           py::arg("cpu_budget") = 0, py::arg("ram_budget") = 0,
+           py::arg("lease_splits") = 64)
+      .def_property_readonly("port", &service::WorkServer::port)
+      .def_property_readonly("address", &service::WorkServer::address)
+      .def_property_readonly("split_rpcs", &service::WorkServer::split_rpcs)
+      .def("stop", &service::WorkServer::Stop, py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace python
+}  // namespace sluice

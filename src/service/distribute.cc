@@ -1,0 +1,545 @@
+// The client: the DataServiceDataset source op (registered by the service layer the
+// first time Distribute runs) and Distribute itself.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/mutex.h"
+#include "graph/attr.h"
+#include "graph/dataset_access.h"
+#include "graph/registry.h"
+#include "runtime/iterator_base.h"
+#include "service/element_codec.h"
+#include "service/grpc_transport.h"
+#include "service/local_workers.h"
+#include "sluice/serialize.h"
+#include "sluice/service.h"
+
+namespace sluice::service {
+namespace {
+
+constexpr char kOp[] = "DataServiceDataset";
+
+Mutex reports_mu;
+std::vector<JobReport>& Reports() {
+  static auto* r = new std::vector<JobReport>();
+  return *r;
+}
+
+struct ClientConfig {
+  std::string dispatcher;  // host:port
+  std::string graph;       // binary GraphDef
+  std::string fingerprint;
+  std::string job_name;
+  ProcessingMode policy;
+  ElementCompression compression;
+  bool local_only;
+  int64_t max_outstanding;
+  int64_t buffer_elements;
+  int64_t dispatcher_timeout_ms;
+};
+
+class DataServiceDataset : public DatasetNode {
+ public:
+  DataServiceDataset(OpArgs args, ElementSpec spec, ClientConfig config)
+      : DatasetNode(kOp, std::move(args), std::move(spec)), config_(std::move(config)) {}
+  int64_t Cardinality() const override { return kUnknownCardinality; }
+  bool IsReplayable() const override { return false; }
+  const ClientConfig& config() const { return config_; }
+
+ protected:
+  Result<IteratorPtr> MakeIteratorInternal(const IteratorContext& ctx,
+                                           const std::string& prefix) const override;
+
+ private:
+  const ClientConfig config_;
+};
+
+// Thread-safety: GetNext from one thread (as every iterator); the heartbeat and fetch
+// threads share the state below under mu_.
+class DataServiceIterator : public IteratorBase {
+ public:
+  DataServiceIterator(const DataServiceDataset* ds, const std::string& prefix)
+      : IteratorBase(ds->shared(), prefix), c_(ds->config()) {}
+
+  ~DataServiceIterator() override {
+    {
+      MutexLock l(&mu_);
+      stopping_ = true;
+      cv_.SignalAll();
+    }
+    // The heartbeat thread starts fetch threads: it stops first.
+    if (heartbeat_.joinable()) heartbeat_.join();
+    std::vector<std::thread> threads;
+    {
+      MutexLock l(&mu_);
+      for (auto& [id, t] : tasks_) {
+        if (t.thread.joinable()) threads.push_back(std::move(t.thread));
+      }
+    }
+    for (auto& t : threads) t.join();
+    if (dispatcher_ && client_id_ > 0) {
+      ReleaseJobClientRequest req;
+      req.set_job_id(job_id_);
+      req.set_client_id(client_id_);
+      ReleaseJobClientResponse resp;
+      dispatcher_->ReleaseJobClient(req, &resp)
+          .IgnoreError();  // or the timeout releases it
+    }
+    if (client_id_ > 0) {
+      MutexLock l(&reports_mu);
+      Reports().push_back(report_);
+    }
+  }
+
+  Status Initialize(const IteratorContext&) override {
+    dispatcher_ = std::make_shared<GrpcDispatcherClient>(c_.dispatcher);
+    GetOrRegisterDatasetRequest dreq;
+    dreq.set_graph(c_.graph);
+    dreq.set_fingerprint(c_.fingerprint);
+    GetOrRegisterDatasetResponse dresp;
+    SLUICE_RETURN_IF_ERROR(RetryUnavailable(c_.dispatcher_timeout_ms, [&] {
+      return dispatcher_->GetOrRegisterDataset(dreq, &dresp);
+    }));
+    GetOrCreateJobRequest jreq;
+    jreq.set_dataset_id(dresp.dataset_id());
+    jreq.set_job_name(c_.job_name);
+    jreq.set_sharding_policy(c_.policy);
+    GetOrCreateJobResponse jresp;
+    SLUICE_RETURN_IF_ERROR(RetryUnavailable(c_.dispatcher_timeout_ms, [&] {
+      return dispatcher_->GetOrCreateJob(jreq, &jresp);
+    }));
+    job_id_ = jresp.job_id();
+    client_id_ = jresp.client_id();
+    {
+      MutexLock l(&mu_);
+      report_.job_id = job_id_;
+      report_.job_name = c_.job_name;
+    }
+    SLUICE_RETURN_IF_ERROR(HeartbeatOnce());
+    heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+    return Status::OK();
+  }
+
+ protected:
+  Result<std::optional<Element>> GetNextInternal() override {
+    if (c_.local_only) return GetNextLocal();
+    MutexLock l(&mu_);
+    cv_.Wait(&mu_, [&]() REQUIRES(mu_) {
+      return !queue_.empty() || !error_.ok() || Finished();
+    });
+    if (!queue_.empty()) {
+      Element e = std::move(queue_.front());
+      queue_.pop_front();
+      ++report_.elements;
+      cv_.SignalAll();
+      return std::optional<Element>(std::move(e));
+    }
+    if (!error_.ok()) return error_;
+    report_.finished = true;
+    return std::optional<Element>();
+  }
+  // LOCAL: the consumer takes from this process's workers itself, round robin over
+  // the tasks, with no fetch thread in between.
+  Result<std::optional<Element>> GetNextLocal() {
+    MutexLock l(&mu_);
+    for (int64_t retry_ms = 0;;) {
+      if (!error_.ok()) return error_;
+      if (Finished()) {
+        report_.finished = true;
+        return std::optional<Element>();
+      }
+      std::vector<std::pair<int64_t, std::string>> open;
+      for (const auto& [id, t] : tasks_) {
+        if (!t.done && !t.lost) open.emplace_back(id, t.info.worker_address());
+      }
+      if (open.empty()) {  // no local task yet: wait for the heartbeat to bring one
+        cv_.WaitFor(&mu_, std::chrono::milliseconds(10));
+        continue;
+      }
+      const auto& [task_id, address] = open[next_task_++ % open.size()];
+      l.Unlock();
+      Element e;
+      Worker::TakeResult r = Worker::TakeResult::kSkip;
+      Status s = TakeFromLocalWorker(address, task_id, &e, &r);
+      l.Lock();
+      if (s.ok() && r == Worker::TakeResult::kElement) {
+        ++report_.elements;
+        return std::optional<Element>(std::move(e));
+      }
+      if (s.ok() && r == Worker::TakeResult::kEnd) tasks_[task_id].done = true;
+      if (s.ok()) continue;
+      if (s.code() == StatusCode::kNotFound) {
+        NudgeLocalWorker(address);  // it has not heard of the job yet
+        retry_ms = retry_ms == 0 ? 1 : std::min<int64_t>(retry_ms * 2, 200);
+        cv_.WaitFor(&mu_, std::chrono::milliseconds(retry_ms));
+        continue;
+      }
+      if (s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kCancelled)
+        return s;
+      tasks_[task_id].lost = true;  // the local worker stopped
+    }
+  }
+
+  Status SaveInternal(CheckpointWriter*) const override {
+    return UnimplementedError(
+        "DataServiceDataset: a distributed read cannot be checkpointed");
+  }
+  Status RestoreInternal(const CheckpointReader&) override {
+    return UnimplementedError(
+        "DataServiceDataset: a distributed read cannot be checkpointed");
+  }
+
+ private:
+  struct TaskState {
+    TaskInfo info;
+    bool done = false;
+    bool lost = false;
+    std::thread thread;
+  };
+
+  bool Finished() const REQUIRES(mu_) {
+    bool any = false;
+    for (const auto& [id, t] : tasks_) {
+      if (!t.done && !t.lost) return false;
+      any = any || t.done;
+    }
+    // LOCAL reads end with the local tasks; others when the dispatcher says the job is.
+    return c_.local_only ? any : job_finished_;
+  }
+
+  Status HeartbeatOnce() {
+    ClientHeartbeatRequest req;
+    req.set_job_id(job_id_);
+    req.set_client_id(client_id_);
+    ClientHeartbeatResponse resp;
+    SLUICE_RETURN_IF_ERROR(dispatcher_->ClientHeartbeat(req, &resp));
+    MutexLock l(&mu_);
+    for (int64_t id : resp.lost_task()) {
+      auto it = tasks_.find(id);
+      if (it != tasks_.end()) it->second.lost = true;
+    }
+    report_.lost_tasks = resp.lost_task_size();
+    report_.lost_splits = resp.lost_splits();
+    for (const TaskInfo& info : resp.task()) {
+      if (tasks_.count(info.task_id())) continue;
+      if (c_.local_only && !IsLocalWorker(info.worker_address())) continue;
+      TaskState& t = tasks_[info.task_id()];
+      t.info = info;
+      const int64_t id = info.task_id();
+      if (!c_.local_only && !stopping_) {
+        t.thread = std::thread([this, id] { FetchLoop(id); });
+      }
+    }
+    job_finished_ = resp.job_finished();
+    cv_.SignalAll();
+    return Status::OK();
+  }
+
+  void HeartbeatLoop() {
+    auto last_ok = std::chrono::steady_clock::now();
+    int64_t wait_ms = 100;
+    MutexLock l(&mu_);
+    while (!stopping_) {
+      cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms));
+      if (stopping_) break;
+      l.Unlock();
+      Status s = HeartbeatOnce();
+      l.Lock();
+      if (s.ok()) {
+        last_ok = std::chrono::steady_clock::now();
+        wait_ms = 100;
+        continue;
+      }
+      const bool retryable = s.code() == StatusCode::kUnavailable ||
+                             s.code() == StatusCode::kDeadlineExceeded;
+      const auto away = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - last_ok)
+                            .count();
+      if (!retryable || away > c_.dispatcher_timeout_ms) {
+        if (error_.ok())
+          error_ = s.WithContext("DataServiceDataset: job " + std::to_string(job_id_));
+        cv_.SignalAll();
+        break;
+      }
+      wait_ms = std::min<int64_t>(wait_ms * 2, 2000);
+    }
+  }
+
+  void FetchLoop(int64_t task_id) {
+    std::string address;
+    {
+      MutexLock l(&mu_);
+      address = tasks_[task_id].info.worker_address();
+    }
+    const bool local = IsLocalWorker(address);
+    std::unique_ptr<WorkerClient> client =
+        local ? nullptr : MakeGrpcWorkerClient(address);
+    int64_t backoff_ms = 0, retry_ms = 0;
+    MutexLock l(&mu_);
+    for (;;) {
+      if (backoff_ms > 0) cv_.WaitFor(&mu_, std::chrono::milliseconds(backoff_ms));
+      cv_.Wait(&mu_, [&]() REQUIRES(mu_) {
+        return stopping_ || tasks_[task_id].lost ||
+               (static_cast<int64_t>(queue_.size()) + in_flight_ < c_.buffer_elements &&
+                in_flight_ < c_.max_outstanding);
+      });
+      if (stopping_ || tasks_[task_id].lost) return;
+      ++in_flight_;
+      l.Unlock();
+      Element e;
+      Worker::TakeResult r = Worker::TakeResult::kSkip;
+      Status s;
+      if (local) {
+        s = TakeFromLocalWorker(address, task_id, &e, &r);
+      } else {
+        GetElementRequest req;
+        req.set_task_id(task_id);
+        req.set_client_id(client_id_);
+        req.set_compression(c_.compression);
+        GetElementResponse resp;
+        s = client->GetElement(req, &resp);
+        if (s.ok()) {
+          if (resp.end_of_sequence()) {
+            r = Worker::TakeResult::kEnd;
+          } else if (!resp.skip()) {
+            Result<Element> decoded = DecodeResponseElement(resp);
+            if (decoded.ok()) {
+              e = std::move(*decoded);
+              r = Worker::TakeResult::kElement;
+            } else {
+              s = decoded.status().WithContext("worker " + address);
+            }
+          }
+        }
+      }
+      l.Lock();
+      --in_flight_;
+      cv_.SignalAll();
+      backoff_ms = 0;
+      if (s.ok()) {
+        retry_ms = 0;
+        if (r == Worker::TakeResult::kElement) queue_.push_back(std::move(e));
+        if (r == Worker::TakeResult::kEnd) {
+          tasks_[task_id].done = true;
+          return;
+        }
+        continue;
+      }
+      // A worker that is away (dead or restarting) or does not know the task yet: try
+      // again later; the dispatcher's heartbeat says when the task is lost.
+      if (s.code() == StatusCode::kUnavailable ||
+          s.code() == StatusCode::kDeadlineExceeded ||
+          s.code() == StatusCode::kNotFound || s.code() == StatusCode::kCancelled) {
+        if (local && s.code() == StatusCode::kNotFound) NudgeLocalWorker(address);
+        retry_ms = retry_ms == 0 ? 2 : std::min<int64_t>(retry_ms * 2, 500);
+        backoff_ms = retry_ms;
+        continue;
+      }
+      if (error_.ok()) error_ = s;
+      return;
+    }
+  }
+
+  const ClientConfig& c_;
+  std::shared_ptr<DispatcherClient> dispatcher_;
+  int64_t job_id_ = 0, client_id_ = 0;
+  std::thread heartbeat_;
+  Mutex mu_;
+  CondVar cv_;
+  std::map<int64_t, TaskState> tasks_ GUARDED_BY(mu_);
+  std::deque<Element> queue_ GUARDED_BY(mu_);
+  int64_t in_flight_ GUARDED_BY(mu_) = 0;
+  size_t next_task_ GUARDED_BY(mu_) = 0;
+  bool job_finished_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  Status error_ GUARDED_BY(mu_);
+  JobReport report_ GUARDED_BY(mu_);
+};
+
+Result<IteratorPtr> DataServiceDataset::MakeIteratorInternal(
+    const IteratorContext&, const std::string& prefix) const {
+  return IteratorPtr(new DataServiceIterator(this, prefix));
+}
+
+Result<ElementCompression> CompressionFrom(std::string_view name, bool local) {
+  std::string n(name);
+  for (char& ch : n) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+  if (n == "AUTO") return local ? COMPRESSION_NONE : COMPRESSION_LZ4;
+  if (n == "NONE" || n.empty()) return COMPRESSION_NONE;
+  if (n == "ZSTD") return COMPRESSION_ZSTD;
+  if (n == "LZ4") return COMPRESSION_LZ4;
+  return InvalidArgumentError("distribute: compression '" + std::string(name) +
+                              "' is not AUTO, NONE, ZSTD or LZ4");
+}
+
+void RegisterDataServiceOp(Registry* r) {
+  r->RegisterOp(
+      OpDef(kOp)
+          .Summary("Reads a pipeline's elements from the service "
+                   "(sluice::service::Distribute).")
+          .Inputs(0)
+          .Attr("service", AttrType::kString, "The dispatcher, host:port.")
+          .Attr("graph", AttrType::kString, "The distributed pipeline (GraphDef, JSON).")
+          .Attr("job_name", AttrType::kString, std::string(),
+                "Clients naming a job share it.")
+          .Attr("processing_mode", AttrType::kInt, int64_t{1}, "The sharding policy.")
+          .Attr("compression", AttrType::kInt, int64_t{0}, "Element compression.")
+          .Attr("local_only", AttrType::kBool, false, "Read only this process's workers.")
+          .Attr("max_outstanding_requests", AttrType::kInt, int64_t{1},
+                "Requests in flight.")
+          .Attr("buffer_elements", AttrType::kInt, int64_t{64}, "Elements fetched ahead.")
+          .Attr("dispatcher_timeout_ms", AttrType::kInt, int64_t{120000},
+                "How long an unreachable dispatcher is waited for.")
+          .Traits({.source = true, .seed_mix = SeedMix::kNone}),
+      [](OpArgs args) -> Result<DatasetPtr> {
+        ClientConfig c;
+        SLUICE_ASSIGN_OR_RETURN(c.dispatcher,
+                                GetAttr<std::string>(args.attrs, kOp, "service"));
+        SLUICE_ASSIGN_OR_RETURN(std::string json,
+                                GetAttr<std::string>(args.attrs, kOp, "graph"));
+        SLUICE_ASSIGN_OR_RETURN(c.job_name,
+                                GetAttrOr<std::string>(args.attrs, kOp, "job_name", ""));
+        SLUICE_ASSIGN_OR_RETURN(
+            int64_t mode, GetAttrOr<int64_t>(args.attrs, kOp, "processing_mode", 1));
+        SLUICE_ASSIGN_OR_RETURN(int64_t comp,
+                                GetAttrOr<int64_t>(args.attrs, kOp, "compression", 0));
+        SLUICE_ASSIGN_OR_RETURN(c.local_only,
+                                GetAttrOr<bool>(args.attrs, kOp, "local_only", false));
+        SLUICE_ASSIGN_OR_RETURN(
+            c.max_outstanding,
+            GetAttrOr<int64_t>(args.attrs, kOp, "max_outstanding_requests", 1));
+        SLUICE_ASSIGN_OR_RETURN(
+            c.buffer_elements,
+            GetAttrOr<int64_t>(args.attrs, kOp, "buffer_elements", 64));
+        SLUICE_ASSIGN_OR_RETURN(
+            c.dispatcher_timeout_ms,
+            GetAttrOr<int64_t>(args.attrs, kOp, "dispatcher_timeout_ms", 120000));
+        if (!ProcessingMode_IsValid(static_cast<int>(mode)) ||
+            !ElementCompression_IsValid(static_cast<int>(comp))) {
+          return InvalidArgumentError(
+              "DataServiceDataset: bad processing_mode or compression");
+        }
+        if (c.max_outstanding < 1 || c.buffer_elements < 1) {
+          return InvalidArgumentError(
+              "DataServiceDataset: max_outstanding_requests and buffer_elements must be "
+              ">= 1");
+        }
+        c.policy = static_cast<ProcessingMode>(mode);
+        c.compression = static_cast<ElementCompression>(comp);
+        SLUICE_ASSIGN_OR_RETURN(Dataset inner,
+                                DeserializeDataset(json, GraphFormat::kJson));
+        SLUICE_ASSIGN_OR_RETURN(c.graph, SerializeDataset(inner, GraphFormat::kBinary));
+        SLUICE_ASSIGN_OR_RETURN(c.fingerprint, DatasetFingerprint(inner));
+        ElementSpec spec = inner.element_spec();
+        return DatasetPtr(std::make_shared<DataServiceDataset>(
+            std::move(args), std::move(spec), std::move(c)));
+      });
+}
+
+}  // namespace
+
+Result<ShardingPolicy> ShardingPolicyFromName(std::string_view name) {
+  std::string n(name);
+  for (char& ch : n) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+  if (n == "OFF") return ShardingPolicy::kOff;
+  if (n == "DYNAMIC") return ShardingPolicy::kDynamic;
+  if (n == "FILE") return ShardingPolicy::kFile;
+  if (n == "DATA") return ShardingPolicy::kData;
+  if (n == "FILE_OR_DATA") return ShardingPolicy::kFileOrData;
+  if (n == "HINT") return ShardingPolicy::kHint;
+  return InvalidArgumentError("unknown sharding policy '" + std::string(name) +
+                              "' (OFF, DYNAMIC, FILE, DATA, FILE_OR_DATA, HINT)");
+}
+
+std::string_view ShardingPolicyName(ShardingPolicy p) {
+  switch (p) {
+    case ShardingPolicy::kOff:
+      return "OFF";
+    case ShardingPolicy::kDynamic:
+      return "DYNAMIC";
+    case ShardingPolicy::kFile:
+      return "FILE";
+    case ShardingPolicy::kData:
+      return "DATA";
+    case ShardingPolicy::kFileOrData:
+      return "FILE_OR_DATA";
+    case ShardingPolicy::kHint:
+      return "HINT";
+  }
+  return "?";
+}
+
+std::vector<JobReport> JobReports() {
+  MutexLock l(&reports_mu);
+  return Reports();
+}
+
+Dataset Distribute(const Dataset& dataset, const DistributeOptions& o) {
+  if (!dataset.ok()) return dataset;
+  // Refused before anything is sent: a local callable cannot run on a worker.
+  Result<std::string> json = SerializeDataset(dataset, GraphFormat::kJson);
+  if (!json.ok()) return Dataset(json.status().WithContext("distribute"));
+  if (o.consumer_index || o.num_consumers) {
+    return Dataset(
+        UnimplementedError("distribute: consumer_index / num_consumers (coordinated "
+                           "reads) are not supported yet"));
+  }
+  Result<std::string> address = ParseServiceAddress(o.service);
+  if (!address.ok()) return Dataset(address.status().WithContext("distribute"));
+  std::string target = o.target_workers;
+  for (char& ch : target) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
+  if (target != "AUTO" && target != "ANY" && target != "LOCAL") {
+    return Dataset(InvalidArgumentError("distribute: target_workers '" +
+                                        o.target_workers +
+                                        "' is not AUTO, ANY or LOCAL"));
+  }
+  const bool local = target == "LOCAL";
+  Result<ElementCompression> comp = CompressionFrom(o.compression, local);
+  if (!comp.ok()) return Dataset(comp.status());
+  static std::once_flag once;
+  std::call_once(once, [] { RegisterDataServiceOp(&Registry::Global()); });
+  int proto_mode = DYNAMIC;
+  switch (o.processing_mode) {
+    case service::ShardingPolicy::kOff:
+      proto_mode = OFF;
+      break;
+    case service::ShardingPolicy::kDynamic:
+      proto_mode = DYNAMIC;
+      break;
+    case service::ShardingPolicy::kFile:
+      proto_mode = FILE;
+      break;
+    case service::ShardingPolicy::kData:
+      proto_mode = DATA;
+      break;
+    case service::ShardingPolicy::kFileOrData:
+      proto_mode = FILE_OR_DATA;
+      break;
+    case service::ShardingPolicy::kHint:
+      proto_mode = HINT;
+      break;
+  }
+  AttrMap attrs;
+  attrs["service"] = *address;
+  attrs["graph"] = *json;
+  attrs["job_name"] = o.job_name;
+  attrs["processing_mode"] = int64_t{proto_mode};
+  attrs["compression"] = int64_t{*comp};
+  attrs["local_only"] = local;
+  attrs["max_outstanding_requests"] =
+      o.max_outstanding_requests > 0 ? o.max_outstanding_requests : int64_t{16};
+  attrs["buffer_elements"] = o.buffer_elements;
+  attrs["dispatcher_timeout_ms"] = o.dispatcher_timeout_ms;
+  // The client buffers what it fetches: a prefetch on top would only add a hand-off
+  // (the pipeline's own options travel in the graph and apply on the workers).
+  Options options = dataset.options();
+  if (!options.optimization.passes.count("inject_prefetch")) {
+    options.optimization.Set("inject_prefetch", false);
+  }
+  return Dataset::FromOp(kOp, std::move(attrs)).WithOptions(options);
+}
+
+}  // namespace sluice::service

@@ -1,0 +1,233 @@
+#include "service/grpc_transport.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "service/proto/service.grpc.pb.h"
+
+namespace sluice::service {
+namespace {
+
+grpc::Status ToGrpc(const Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
+}
+
+Status FromGrpc(const grpc::Status& s, std::string_view what) {
+  if (s.ok()) return Status::OK();
+  return Status(static_cast<StatusCode>(s.error_code()),
+                std::string(what) + ": " + s.error_message());
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxResponseBytes);
+  args.SetMaxSendMessageSize(kMaxRequestBytes);
+  // Reconnect quickly after a restart of the other side.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+void SetDeadline(grpc::ClientContext* ctx, int64_t ms) {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
+}
+
+}  // namespace
+
+Result<std::string> ParseServiceAddress(std::string_view address) {
+  std::string_view a = address;
+  if (a.substr(0, 7) == "grpc://") a.remove_prefix(7);
+  const size_t colon = a.rfind(':');
+  if (a.empty() || colon == std::string_view::npos || colon == 0 ||
+      colon + 1 == a.size() || a.find('/') != std::string_view::npos) {
+    return InvalidArgumentError("service address '" + std::string(address) +
+                                "' is not grpc://host:port");
+  }
+  for (char c : a.substr(colon + 1)) {
+    if (c < '0' || c > '9') {
+      return InvalidArgumentError("service address '" + std::string(address) +
+                                  "': the port is not a number");
+    }
+  }
+  return std::string(a);
+}
+
+// ---- dispatcher stub ----
+
+struct GrpcDispatcherClient::Impl {
+  std::unique_ptr<DispatcherService::Stub> stub;
+  int64_t deadline_ms;
+};
+
+GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address,
+                                           int64_t deadline_ms)
+    : impl_(new Impl{DispatcherService::NewStub(MakeChannel(address)), deadline_ms}) {}
+GrpcDispatcherClient::~GrpcDispatcherClient() = default;
+
+#define SLUICE_DISPATCHER_CALL(Method)                                            \
+  Status GrpcDispatcherClient::Method(const Method##Request& req,                 \
+                                      Method##Response* resp) {                   \
+    grpc::ClientContext ctx;                                                      \
+    SetDeadline(&ctx, impl_->deadline_ms);                                        \
+    return FromGrpc(impl_->stub->Method(&ctx, req, resp), "dispatcher " #Method); \
+  }
+SLUICE_DISPATCHER_CALL(GetOrRegisterDataset)
+SLUICE_DISPATCHER_CALL(GetOrCreateJob)
+SLUICE_DISPATCHER_CALL(ClientHeartbeat)
+SLUICE_DISPATCHER_CALL(ReleaseJobClient)
+SLUICE_DISPATCHER_CALL(WorkerHeartbeat)
+SLUICE_DISPATCHER_CALL(GetSplits)
+#undef SLUICE_DISPATCHER_CALL
+
+// ---- worker stub ----
+
+namespace {
+class GrpcWorkerClient : public WorkerClient {
+ public:
+  GrpcWorkerClient(const std::string& address, int64_t deadline_ms)
+      : address_(address),
+        stub_(WorkerService::NewStub(MakeChannel(address))),
+        deadline_ms_(deadline_ms) {}
+  Status GetElement(const GetElementRequest& req, GetElementResponse* resp) override {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, deadline_ms_);
+    return FromGrpc(stub_->GetElement(&ctx, req, resp),
+                    "worker " + address_ + " GetElement");
+  }
+
+ private:
+  const std::string address_;
+  std::unique_ptr<WorkerService::Stub> stub_;
+  const int64_t deadline_ms_;
+};
+}  // namespace
+
+std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address,
+                                                   int64_t deadline_ms) {
+  return std::make_unique<GrpcWorkerClient>(address, deadline_ms);
+}
+
+// ---- dispatcher server ----
+
+struct GrpcDispatcherServer::Service : public DispatcherService::Service {
+  explicit Service(Dispatcher* d) : d(d) {}
+#define SLUICE_DISPATCHER_METHOD(Method)                                \
+  grpc::Status Method(grpc::ServerContext*, const Method##Request* req, \
+                      Method##Response* resp) override {                \
+    return ToGrpc(d->Method(*req, resp));                               \
+  }
+  SLUICE_DISPATCHER_METHOD(GetOrRegisterDataset)
+  SLUICE_DISPATCHER_METHOD(GetOrCreateJob)
+  SLUICE_DISPATCHER_METHOD(ClientHeartbeat)
+  SLUICE_DISPATCHER_METHOD(ReleaseJobClient)
+  SLUICE_DISPATCHER_METHOD(WorkerHeartbeat)
+  SLUICE_DISPATCHER_METHOD(GetSplits)
+#undef SLUICE_DISPATCHER_METHOD
+  Dispatcher* d;
+};
+
+Result<std::unique_ptr<GrpcDispatcherServer>> GrpcDispatcherServer::Start(
+    DispatcherConfig config, const std::string& host, int port, int64_t tick_ms) {
+  std::unique_ptr<GrpcDispatcherServer> s(new GrpcDispatcherServer());
+  s->dispatcher_ = std::make_unique<Dispatcher>(std::move(config));
+  SLUICE_RETURN_IF_ERROR(s->dispatcher_->Start());
+  s->service_ = std::make_unique<Service>(s->dispatcher_.get());
+  grpc::ServerBuilder b;
+  b.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(),
+                     &s->port_);
+  b.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  b.RegisterService(s->service_.get());
+  s->server_ = b.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return UnavailableError("dispatcher: cannot listen on " + host + ":" +
+                            std::to_string(port));
+  }
+  GrpcDispatcherServer* self = s.get();
+  s->ticker_ = std::thread([self, tick_ms] {
+    MutexLock l(&self->mu_);
+    while (!self->stopping_) {
+      self->cv_.WaitFor(&self->mu_, std::chrono::milliseconds(tick_ms));
+      if (self->stopping_) break;
+      l.Unlock();
+      Status st = self->dispatcher_->Tick();
+      if (!st.ok()) fprintf(stderr, "dispatcher: %s\n", st.ToString().c_str());
+      l.Lock();
+    }
+  });
+  return s;
+}
+
+GrpcDispatcherServer::~GrpcDispatcherServer() { Stop(); }
+
+void GrpcDispatcherServer::Stop() {
+  {
+    MutexLock l(&mu_);
+    stopping_ = true;
+    cv_.SignalAll();
+  }
+  if (ticker_.joinable()) ticker_.join();
+  if (server_)
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+void GrpcDispatcherServer::Wait() {
+  if (server_) server_->Wait();
+}
+
+// ---- worker server ----
+
+struct GrpcWorkerServer::Service : public WorkerService::Service {
+  grpc::Status GetElement(grpc::ServerContext*, const GetElementRequest* req,
+                          GetElementResponse* resp) override {
+    Worker* w = worker.load();
+    if (w == nullptr)
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker starting");
+    return ToGrpc(w->GetElement(*req, resp));
+  }
+  std::atomic<Worker*> worker{nullptr};
+};
+
+Result<std::unique_ptr<GrpcWorkerServer>> GrpcWorkerServer::Start(
+    WorkerConfig config, const std::string& dispatcher_address, const std::string& host,
+    int port) {
+  SLUICE_ASSIGN_OR_RETURN(std::string dispatcher,
+                          ParseServiceAddress(dispatcher_address));
+  std::unique_ptr<GrpcWorkerServer> s(new GrpcWorkerServer());
+  s->service_ = std::make_unique<Service>();
+  grpc::ServerBuilder b;
+  b.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(),
+                     &s->port_);
+  b.SetMaxReceiveMessageSize(1 << 20);  // GetElementRequest is a few integers
+  b.RegisterService(s->service_.get());
+  s->server_ = b.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return UnavailableError("worker: cannot listen on " + host + ":" +
+                            std::to_string(port));
+  }
+  if (config.address.empty()) config.address = host + ":" + std::to_string(s->port_);
+  s->worker_ = std::make_unique<Worker>(
+      std::move(config), std::make_shared<GrpcDispatcherClient>(dispatcher));
+  // The dispatcher may still be starting: registration retries for a while.
+  SLUICE_RETURN_IF_ERROR(RetryUnavailable(30000, [&] { return s->worker_->Start(); }));
+  s->service_->worker = s->worker_.get();
+  return s;
+}
+
+GrpcWorkerServer::~GrpcWorkerServer() { Stop(); }
+
+void GrpcWorkerServer::Stop() {
+  if (service_) service_->worker = nullptr;
+  if (server_)
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (worker_) worker_->Stop();
+}
+
+void GrpcWorkerServer::Wait() {
+  if (server_) server_->Wait();
+}
+
+}  // namespace sluice::service

@@ -1,0 +1,172 @@
+// The public DispatchServer / WorkServer (sluice/service.h) over the gRPC servers, and
+// the registry of local workers.
+#include <map>
+
+#include "core/mutex.h"
+#include "service/grpc_transport.h"
+#include "service/local_workers.h"
+#include "sluice/service.h"
+
+namespace sluice::service {
+namespace {
+
+struct LocalRegistry {
+  Mutex mu;
+  CondVar cv;
+  std::map<std::string, Worker*> workers GUARDED_BY(mu);
+  std::map<std::string, int> in_use GUARDED_BY(mu);
+};
+
+LocalRegistry& Registry() {
+  static LocalRegistry* r = new LocalRegistry();
+  return *r;
+}
+
+}  // namespace
+
+void RegisterLocalWorker(const std::string& address, Worker* worker) {
+  MutexLock l(&Registry().mu);
+  Registry().workers[address] = worker;
+}
+
+void UnregisterLocalWorker(const std::string& address) {
+  LocalRegistry& r = Registry();
+  MutexLock l(&r.mu);
+  r.workers.erase(address);
+  r.cv.Wait(&r.mu, [&]() REQUIRES(r.mu) { return r.in_use[address] == 0; });
+}
+
+bool IsLocalWorker(const std::string& address) {
+  MutexLock l(&Registry().mu);
+  return Registry().workers.count(address) > 0;
+}
+
+void NudgeLocalWorker(const std::string& address) {
+  LocalRegistry& r = Registry();
+  MutexLock l(&r.mu);
+  auto it = r.workers.find(address);
+  if (it != r.workers.end()) it->second->Nudge();
+}
+
+Status TakeFromLocalWorker(const std::string& address, int64_t task_id, Element* element,
+                           Worker::TakeResult* result) {
+  LocalRegistry& r = Registry();
+  Worker* w;
+  {
+    MutexLock l(&r.mu);
+    auto it = r.workers.find(address);
+    if (it == r.workers.end())
+      return UnavailableError("local worker " + address + " is gone");
+    w = it->second;
+    ++r.in_use[address];
+  }
+  Status s = w->Take(task_id, element, result);
+  MutexLock l(&r.mu);
+  if (--r.in_use[address] == 0) r.cv.SignalAll();
+  return s;
+}
+
+namespace {
+class LocalWorkerClient : public WorkerClient {
+ public:
+  explicit LocalWorkerClient(std::string address) : address_(std::move(address)) {}
+  Status GetElement(const GetElementRequest& req, GetElementResponse* resp) override {
+    LocalRegistry& r = Registry();
+    Worker* w;
+    {
+      MutexLock l(&r.mu);
+      auto it = r.workers.find(address_);
+      if (it == r.workers.end())
+        return UnavailableError("local worker " + address_ + " is gone");
+      w = it->second;
+      ++r.in_use[address_];
+    }
+    Status s = w->GetElement(req, resp);
+    MutexLock l(&r.mu);
+    if (--r.in_use[address_] == 0) r.cv.SignalAll();
+    return s;
+  }
+
+ private:
+  const std::string address_;
+};
+}  // namespace
+
+std::unique_ptr<WorkerClient> MakeLocalWorkerClient(const std::string& address) {
+  return std::make_unique<LocalWorkerClient>(address);
+}
+
+// ---- DispatchServer ----
+
+struct DispatchServer::Impl {
+  std::unique_ptr<GrpcDispatcherServer> server;
+  std::string host;
+};
+
+DispatchServer::DispatchServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DispatchServer::~DispatchServer() { Stop(); }
+
+Result<std::unique_ptr<DispatchServer>> DispatchServer::Start(
+    const DispatcherOptions& o) {
+  DispatcherConfig c;
+  c.work_dir = o.work_dir;
+  c.worker_timeout_ms = o.worker_timeout_ms;
+  c.client_timeout_ms = o.client_timeout_ms;
+  auto impl = std::make_unique<Impl>();
+  SLUICE_ASSIGN_OR_RETURN(impl->server, GrpcDispatcherServer::Start(c, o.host, o.port));
+  impl->host = o.host;
+  return std::unique_ptr<DispatchServer>(new DispatchServer(std::move(impl)));
+}
+
+int DispatchServer::port() const { return impl_->server->port(); }
+std::string DispatchServer::target() const {
+  return "grpc://" + impl_->host + ":" + std::to_string(port());
+}
+void DispatchServer::Stop() { impl_->server->Stop(); }
+void DispatchServer::Join() { impl_->server->Wait(); }
+int64_t DispatchServer::updates_replayed() const {
+  return impl_->server->dispatcher()->updates_replayed();
+}
+int64_t DispatchServer::journal_dropped_bytes() const {
+  return impl_->server->dispatcher()->journal_dropped_bytes();
+}
+
+// ---- WorkServer ----
+
+struct WorkServer::Impl {
+  std::unique_ptr<GrpcWorkerServer> server;
+  std::string address;
+  bool registered = false;
+};
+
+WorkServer::WorkServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WorkServer::~WorkServer() { Stop(); }
+
+Result<std::unique_ptr<WorkServer>> WorkServer::Start(const WorkerOptions& o) {
+  WorkerConfig c;
+  c.cpu_budget = o.cpu_budget;
+  c.ram_budget = o.ram_budget;
+  c.heartbeat_interval_ms = o.heartbeat_interval_ms;
+  c.lease_splits = o.lease_splits;
+  auto impl = std::make_unique<Impl>();
+  SLUICE_ASSIGN_OR_RETURN(impl->server,
+                          GrpcWorkerServer::Start(c, o.dispatcher, o.host, o.port));
+  impl->address = o.host + ":" + std::to_string(impl->server->port());
+  RegisterLocalWorker(impl->address, impl->server->worker());
+  impl->registered = true;
+  return std::unique_ptr<WorkServer>(new WorkServer(std::move(impl)));
+}
+
+int WorkServer::port() const { return impl_->server->port(); }
+std::string WorkServer::address() const { return impl_->address; }
+void WorkServer::Stop() {
+  if (impl_->registered) {
+    UnregisterLocalWorker(impl_->address);
+    impl_->registered = false;
+  }
+  impl_->server->Stop();
+}
+void WorkServer::Join() { impl_->server->Wait(); }
+int64_t WorkServer::split_rpcs() const { return impl_->server->worker()->split_rpcs(); }
+
+}  // namespace sluice::service

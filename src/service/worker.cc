@@ -1,0 +1,345 @@
+#include "service/worker.h"
+
+#include <chrono>
+
+#include "core/coding.h"
+#include "core/logging.h"
+#include "runtime/split_provider.h"
+#include "service/element_codec.h"
+#include "sluice/dataset.h"
+#include "sluice/serialize.h"
+
+namespace sluice::service {
+namespace {
+
+// DYNAMIC: splits from the dispatcher, a lease at a time.
+class RemoteSplitProvider : public SplitProvider {
+ public:
+  RemoteSplitProvider(std::shared_ptr<DispatcherClient> d, int64_t task, int64_t lease,
+                      int64_t retry_ms, const std::atomic<bool>* cancelled,
+                      std::atomic<int64_t>* rpcs)
+      : d_(std::move(d)),
+        task_(task),
+        lease_(lease),
+        retry_ms_(retry_ms),
+        cancelled_(cancelled),
+        rpcs_(rpcs) {}
+  int64_t Cardinality() const override { return kUnknownCardinality; }
+
+ protected:
+  Result<std::optional<Tensor>> GetNextLocked() REQUIRES(mu_) override {
+    if (next_ < end_) return std::optional<Tensor>(Tensor::Scalar<int64_t>(next_++));
+    if (done_) return std::optional<Tensor>();
+    GetSplitsRequest req;
+    req.set_task_id(task_);
+    req.set_max_splits(lease_);
+    req.set_lease_index(leases_);
+    GetSplitsResponse resp;
+    SLUICE_RETURN_IF_ERROR(RetryUnavailable(retry_ms_, [&]() -> Status {
+      if (cancelled_->load()) return CancelledError("worker: task cancelled");
+      ++*rpcs_;
+      resp.Clear();
+      return d_->GetSplits(req, &resp);
+    }));
+    if (resp.end_of_splits()) {
+      done_ = true;
+      return std::optional<Tensor>();
+    }
+    ++leases_;
+    next_ = resp.begin();
+    end_ = resp.end();
+    return std::optional<Tensor>(Tensor::Scalar<int64_t>(next_++));
+  }
+  Status ResetLocked() REQUIRES(mu_) override {
+    return UnimplementedError(
+        "RemoteSplitProvider: the dispatcher's splits cannot restart");
+  }
+  Status SaveLocked(CheckpointWriter*, std::string_view) const REQUIRES(mu_) override {
+    return UnimplementedError("RemoteSplitProvider: service tasks are not checkpointed");
+  }
+  Status RestoreLocked(const CheckpointReader&, std::string_view) REQUIRES(mu_) override {
+    return UnimplementedError("RemoteSplitProvider: service tasks are not checkpointed");
+  }
+  std::string name() const override { return "RemoteSplitProvider"; }
+
+ private:
+  const std::shared_ptr<DispatcherClient> d_;
+  const int64_t task_, lease_, retry_ms_;
+  const std::atomic<bool>* cancelled_;
+  std::atomic<int64_t>* rpcs_;
+  int64_t next_ GUARDED_BY(mu_) = 0;
+  int64_t end_ GUARDED_BY(mu_) = 0;
+  int64_t leases_ GUARDED_BY(mu_) = 0;  // leases received
+  bool done_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+Status RetryUnavailable(int64_t budget_ms, const std::function<Status()>& call) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
+  int64_t backoff_ms = 50;
+  for (;;) {
+    Status s = call();
+    if (s.ok() || (s.code() != StatusCode::kUnavailable &&
+                   s.code() != StatusCode::kDeadlineExceeded)) {
+      return s;
+    }
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) >
+        deadline) {
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
+  }
+}
+
+struct Worker::Task {
+  TaskDef def;
+  Mutex mu;
+  CondVar cv;
+  std::deque<Element> buffer GUARDED_BY(mu);
+  bool ended GUARDED_BY(mu) = false;
+  bool served GUARDED_BY(mu) = false;  // ended and the buffer drained
+  Status error GUARDED_BY(mu);
+  std::atomic<bool> cancelled{false};
+  std::thread thread;
+};
+
+Worker::Worker(WorkerConfig config, std::shared_ptr<DispatcherClient> dispatcher)
+    : config_(std::move(config)), dispatcher_(std::move(dispatcher)) {}
+
+Worker::~Worker() { Stop(); }
+
+Status Worker::Start() {
+  SLUICE_RETURN_IF_ERROR(Heartbeat());
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  return Status::OK();
+}
+
+void Worker::Stop() {
+  std::map<int64_t, std::shared_ptr<Task>> tasks;
+  {
+    MutexLock l(&mu_);
+    stopping_ = true;
+    tasks.swap(tasks_);
+    cv_.SignalAll();
+  }
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  for (auto& [id, t] : tasks) {
+    t->cancelled = true;
+    {
+      MutexLock l(&t->mu);
+      t->cv.SignalAll();
+    }
+    if (t->thread.joinable()) t->thread.join();
+  }
+}
+
+void Worker::Nudge() {
+  MutexLock l(&mu_);
+  nudged_ = true;
+  cv_.SignalAll();
+}
+
+int64_t Worker::num_tasks() const {
+  MutexLock l(&mu_);
+  return static_cast<int64_t>(tasks_.size());
+}
+
+Status Worker::Heartbeat() {
+  WorkerHeartbeatRequest req;
+  req.set_worker_address(config_.address);
+  req.set_cpu_budget(config_.cpu_budget);
+  req.set_ram_budget(config_.ram_budget);
+  {
+    MutexLock l(&mu_);
+    for (const auto& [id, t] : tasks_) req.add_current_task(id);
+    for (int64_t id : finished_unreported_) req.add_finished_task(id);
+  }
+  WorkerHeartbeatResponse resp;
+  SLUICE_RETURN_IF_ERROR(dispatcher_->WorkerHeartbeat(req, &resp));
+  ++heartbeats_;
+  std::vector<std::shared_ptr<Task>> removed;
+  {
+    MutexLock l(&mu_);
+    if (stopping_) return Status::OK();
+    std::erase_if(finished_unreported_, [&](int64_t id) {
+      for (int64_t f : req.finished_task()) {
+        if (f == id) return true;
+      }
+      return false;
+    });
+    for (int64_t id : resp.removed_task()) {
+      auto it = tasks_.find(id);
+      if (it == tasks_.end()) continue;
+      removed.push_back(it->second);
+      tasks_.erase(it);
+    }
+    for (const TaskDef& def : resp.new_task()) {
+      if (tasks_.count(def.task_id())) continue;
+      auto t = std::make_shared<Task>();
+      t->def = def;
+      tasks_[def.task_id()] = t;
+      t->thread = std::thread([this, t] { RunTask(t); });
+    }
+  }
+  for (auto& t : removed) {
+    t->cancelled = true;
+    {
+      MutexLock l(&t->mu);
+      t->cv.SignalAll();
+    }
+    if (t->thread.joinable()) t->thread.join();
+  }
+  return Status::OK();
+}
+
+void Worker::HeartbeatLoop() {
+  int64_t wait_ms = config_.heartbeat_interval_ms;
+  MutexLock l(&mu_);
+  while (!stopping_) {
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms),
+                [&]() REQUIRES(mu_) { return stopping_ || nudged_; });
+    if (stopping_) break;
+    nudged_ = false;
+    l.Unlock();
+    Status s = Heartbeat();
+    l.Lock();
+    // Backs off while the dispatcher is away; the tasks keep running.
+    wait_ms =
+        s.ok() ? config_.heartbeat_interval_ms : std::min<int64_t>(wait_ms * 2, 2000);
+  }
+}
+
+Result<Dataset> Worker::CachedDataset(const TaskDef& def) {
+  {
+    MutexLock l(&mu_);
+    auto it = datasets_.find(def.dataset_id());
+    if (it != datasets_.end()) return it->second;
+  }
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds,
+                          DeserializeDataset(def.graph(), GraphFormat::kBinary));
+  // The worker's budgets, set on the dataset (not per iterator) so that its rewritten
+  // graph is computed once. The task's buffer is the pipeline's output prefetch: a second
+  // one would only add a hand-off (unless the pipeline's options ask for it).
+  Options options;
+  if (config_.cpu_budget > 0) options.autotune.cpu_budget = config_.cpu_budget;
+  if (config_.ram_budget != 0) options.autotune.ram_budget = config_.ram_budget;
+  if (!ds.options().optimization.passes.count("inject_prefetch")) {
+    options.optimization.Set("inject_prefetch", false);
+  }
+  ds = ds.WithOptions(options);
+  MutexLock l(&mu_);
+  if (datasets_.size() >= 64)
+    datasets_.clear();  // a bound, not an LRU: rebuilding is cheap
+  datasets_.emplace(def.dataset_id(), ds);
+  return ds;
+}
+
+void Worker::RunTask(std::shared_ptr<Task> t) {
+  auto fail = [&](Status s) {
+    MutexLock l(&t->mu);
+    t->error = s.WithContext("worker " + config_.address + " task " +
+                             std::to_string(t->def.task_id()));
+    t->cv.SignalAll();
+  };
+  Result<Dataset> ds = CachedDataset(t->def);
+  if (!ds.ok()) return fail(ds.status());
+  std::shared_ptr<SplitProvider> provider;
+  const int64_t n = t->def.num_workers(), i = t->def.worker_index();
+  switch (t->def.sharding_policy()) {
+    case DYNAMIC:
+      provider = std::make_shared<RemoteSplitProvider>(
+          dispatcher_, t->def.task_id(), config_.lease_splits,
+          config_.dispatcher_retry_ms, &t->cancelled, &split_rpcs_);
+      break;
+    case FILE: {
+      Result<std::shared_ptr<SplitProvider>> local = ds->MakeSplitProvider();
+      if (!local.ok()) return fail(local.status());
+      auto sharded = ShardingSplitProvider::Make(n, i, *local);
+      if (!sharded.ok()) return fail(sharded.status());
+      provider = *sharded;
+      break;
+    }
+    case DATA:
+      *ds = ds->Shard(n, i);
+      break;
+    default:
+      break;
+  }
+  Result<std::unique_ptr<Iterator>> it = ds->MakeIterator(provider);
+  if (!it.ok()) return fail(it.status());
+  while (!t->cancelled) {
+    Result<std::optional<Element>> e = (*it)->GetNext();
+    if (!e.ok()) return fail(e.status());
+    MutexLock l(&t->mu);
+    if (!e->has_value()) {
+      t->ended = true;
+      t->cv.SignalAll();
+      return;
+    }
+    t->cv.Wait(&t->mu, [&]() REQUIRES(t->mu) {
+      return t->cancelled ||
+             static_cast<int64_t>(t->buffer.size()) < config_.buffer_elements;
+    });
+    t->buffer.push_back(std::move(**e));
+    t->cv.SignalAll();
+  }
+}
+
+Status Worker::Take(int64_t task_id, Element* element, TakeResult* result) {
+  std::shared_ptr<Task> t;
+  {
+    MutexLock l(&mu_);
+    if (stopping_) return CancelledError("worker " + config_.address + " is stopping");
+    auto it = tasks_.find(task_id);
+    if (it == tasks_.end()) {
+      return NotFoundError("worker " + config_.address + ": no task " +
+                           std::to_string(task_id));
+    }
+    t = it->second;
+  }
+  bool newly_served = false;
+  {
+    MutexLock l(&t->mu);
+    t->cv.WaitFor(&t->mu, std::chrono::milliseconds(config_.get_element_wait_ms),
+                  [&]() REQUIRES(t->mu) {
+                    return !t->buffer.empty() || t->ended || !t->error.ok() ||
+                           t->cancelled;
+                  });
+    if (!t->buffer.empty()) {
+      *element = std::move(t->buffer.front());
+      t->buffer.pop_front();
+      t->cv.SignalAll();
+      *result = TakeResult::kElement;
+    } else if (!t->error.ok()) {
+      return t->error;
+    } else if (t->ended) {
+      *result = TakeResult::kEnd;
+      newly_served = !t->served;
+      t->served = true;
+    } else {
+      *result = TakeResult::kSkip;
+    }
+  }
+  if (newly_served) {
+    MutexLock l(&mu_);
+    finished_unreported_.push_back(task_id);
+  }
+  return Status::OK();
+}
+
+Status Worker::GetElement(const GetElementRequest& req, GetElementResponse* resp) {
+  Element e;
+  TakeResult r;
+  SLUICE_RETURN_IF_ERROR(Take(req.task_id(), &e, &r));
+  if (r == TakeResult::kEnd) resp->set_end_of_sequence(true);
+  if (r == TakeResult::kSkip) resp->set_skip(true);
+  if (r != TakeResult::kElement) return Status::OK();
+  std::string bytes;
+  EncodeElement(e, &bytes);
+  return CompressElement(std::move(bytes), req.compression(), resp);
+}
+
+}  // namespace sluice::service

@@ -1,0 +1,104 @@
+// A worker's transport-free logic (tf.data service's DataServiceWorkerImpl): it
+// heartbeats the dispatcher, runs the tasks it is given with the local runtime (static
+// rewrites, autotuning, its own CPU and RAM budgets), buffers each task's elements and
+// serves them one GetElement at a time, to any client of the task's job.
+//
+// Stateless: everything it holds is tasks' progress. When the dispatcher is unreachable
+// (restarting), heartbeats and split requests retry with backoff and the tasks keep
+// running from their buffers; the next successful heartbeat reports the tasks the worker
+// runs, and a dispatcher that replayed its journal knows them, so nothing restarts. A
+// task the dispatcher no longer knows (its job released, the worker timed out) is
+// dropped.
+//
+// DYNAMIC tasks read their source's splits from leases of Config::lease_splits splits
+// (one GetSplits RPC per lease); FILE tasks read files worker_index, worker_index +
+// num_workers, ...; DATA tasks keep elements worker_index, worker_index + num_workers,
+// ... (Shard at the end of the pipeline); OFF tasks read everything.
+//
+// Thread-safety: every public method is thread-safe.
+#ifndef SLUICE_SERVICE_WORKER_H_
+#define SLUICE_SERVICE_WORKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/mutex.h"
+#include "service/dispatcher_client.h"
+#include "service/proto/service.pb.h"
+#include "sluice/dataset.h"
+#include "sluice/element.h"
+#include "sluice/status.h"
+
+namespace sluice::service {
+
+struct WorkerConfig {
+  std::string address;  // how clients reach this worker ("host:port"), its identity
+  int64_t heartbeat_interval_ms = 200;
+  int64_t cpu_budget = 0;                // 0: the machine's cores (Options::autotune)
+  int64_t ram_budget = 0;                // 0: the runtime's default
+  int64_t buffer_elements = 64;          // per task, elements ready to serve
+  int64_t lease_splits = 64;             // DYNAMIC: splits asked for per GetSplits
+  int64_t dispatcher_retry_ms = 120000;  // how long a split request retries
+  int64_t get_element_wait_ms = 50;      // how long GetElement waits for an element
+};
+
+class Worker {
+ public:
+  // `dispatcher` is shared with the heartbeat and task threads.
+  Worker(WorkerConfig config, std::shared_ptr<DispatcherClient> dispatcher);
+  ~Worker();  // Stop()
+
+  // Starts heartbeating (the first heartbeat registers). Returns after the first one
+  // succeeded, or its error.
+  Status Start();
+  // Stops heartbeats and tasks; GetElement then answers Cancelled.
+  void Stop();
+
+  // One element of a task, end_of_sequence once the task has served all, or skip when
+  // none is ready within get_element_wait_ms. NotFound for a task this worker does not
+  // run; the task's pipeline error when it failed.
+  Status GetElement(const GetElementRequest& req, GetElementResponse* resp);
+  // The same without coding, for clients in this process (target_workers="LOCAL").
+  enum class TakeResult { kElement, kEnd, kSkip };
+  Status Take(int64_t task_id, Element* element, TakeResult* result);
+
+  // Heartbeats now instead of at the next interval (a local client found no task: the
+  // worker may not have heard of a new job yet).
+  void Nudge();
+
+  // Counters.
+  int64_t num_tasks() const;
+  int64_t split_rpcs() const { return split_rpcs_.load(); }
+  int64_t heartbeats() const { return heartbeats_.load(); }
+
+ private:
+  struct Task;
+  Status Heartbeat();
+  void HeartbeatLoop();
+  void RunTask(std::shared_ptr<Task> task);
+  // The task's dataset, rebuilt once per dataset id (so its optimized graph is too, as
+  // for a local pipeline's epochs).
+  Result<Dataset> CachedDataset(const TaskDef& def);
+
+  const WorkerConfig config_;
+  const std::shared_ptr<DispatcherClient> dispatcher_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<int64_t, std::shared_ptr<Task>> tasks_ GUARDED_BY(mu_);
+  std::vector<int64_t> finished_unreported_ GUARDED_BY(mu_);
+  std::map<int64_t, Dataset> datasets_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool nudged_ GUARDED_BY(mu_) = false;
+  std::thread heartbeat_thread_;
+  std::atomic<int64_t> split_rpcs_{0};
+  std::atomic<int64_t> heartbeats_{0};
+};
+
+}  // namespace sluice::service
+
+#endif  // SLUICE_SERVICE_WORKER_H_

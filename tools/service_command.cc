@@ -1,0 +1,119 @@
+// sluice dispatcher / sluice worker: the service's servers (docs/service.md). Each runs
+// until killed; the dispatcher's state lives in --work-dir's journal, so a dispatcher
+// killed at any moment resumes where it was when restarted with the same directory.
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.h"
+#include "service/tsan_suppressions.h"
+#include "sluice/service.h"
+
+namespace sluice {
+namespace {
+
+bool WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return true;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << port << "\n";
+    if (!f) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+void AddServiceCommands(CLI::App& app, int* exit_code) {
+  auto* d = app.add_subcommand("dispatcher", "Run a service dispatcher (until killed)");
+  auto dopts = std::make_shared<service::DispatcherOptions>();
+  auto dport_file = std::make_shared<std::string>();
+  auto djson = std::make_shared<bool>(false);
+  d->add_flag("--json", *djson, "Print the start-up line as JSON");
+  d->add_option("--port", dopts->port, "Port to listen on (0: any free port)")
+      ->capture_default_str();
+  d->add_option("--host", dopts->host, "Address to listen on")->capture_default_str();
+  d->add_option("--work-dir", dopts->work_dir,
+                "Directory of the journal (state survives restarts)")
+      ->required();
+  d->add_option("--worker-timeout-ms", dopts->worker_timeout_ms,
+                "A worker silent this long is dead")
+      ->capture_default_str();
+  d->add_option("--client-timeout-ms", dopts->client_timeout_ms,
+                "A client silent this long leaves its job")
+      ->capture_default_str();
+  d->add_option("--port-file", *dport_file, "Write the bound port to this file");
+  d->callback([dopts, dport_file, djson, exit_code] {
+    auto server = service::DispatchServer::Start(*dopts);
+    if (!server.ok()) {
+      std::fprintf(stderr, "sluice dispatcher: %s\n", server.status().ToString().c_str());
+      *exit_code = 1;
+      return;
+    }
+    if (*djson) {
+      nlohmann::json j = {{"target", (*server)->target()},
+                          {"port", (*server)->port()},
+                          {"updates_replayed", (*server)->updates_replayed()},
+                          {"journal_dropped_bytes", (*server)->journal_dropped_bytes()}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf(
+          "sluice dispatcher: listening on %s (journal: %ld updates replayed, %ld "
+          "torn bytes dropped)\n",
+          (*server)->target().c_str(), static_cast<long>((*server)->updates_replayed()),
+          static_cast<long>((*server)->journal_dropped_bytes()));
+    }
+    std::fflush(stdout);
+    if (!WritePortFile(*dport_file, (*server)->port())) {
+      std::fprintf(stderr, "sluice dispatcher: cannot write %s\n", dport_file->c_str());
+      *exit_code = 1;
+      return;
+    }
+    (*server)->Join();
+  });
+
+  auto* w = app.add_subcommand("worker", "Run a service worker (until killed)");
+  auto wopts = std::make_shared<service::WorkerOptions>();
+  auto wport_file = std::make_shared<std::string>();
+  auto wjson = std::make_shared<bool>(false);
+  w->add_flag("--json", *wjson, "Print the start-up line as JSON");
+  w->add_option("--dispatcher", wopts->dispatcher, "The dispatcher, host:port")
+      ->required();
+  w->add_option("--port", wopts->port, "Port to listen on (0: any free port)")
+      ->capture_default_str();
+  w->add_option("--host", wopts->host, "Address to listen on and register")
+      ->capture_default_str();
+  w->add_option("--cpu-budget", wopts->cpu_budget, "Threads for pipelines (0: all cores)")
+      ->capture_default_str();
+  w->add_option("--ram-budget", wopts->ram_budget, "Bytes for buffers (0: default)")
+      ->capture_default_str();
+  w->add_option("--lease-splits", wopts->lease_splits, "DYNAMIC: splits per lease")
+      ->capture_default_str();
+  w->add_option("--heartbeat-ms", wopts->heartbeat_interval_ms, "Heartbeat interval")
+      ->capture_default_str();
+  w->add_option("--port-file", *wport_file, "Write the bound port to this file");
+  w->callback([wopts, wport_file, wjson, exit_code] {
+    auto server = service::WorkServer::Start(*wopts);
+    if (!server.ok()) {
+      std::fprintf(stderr, "sluice worker: %s\n", server.status().ToString().c_str());
+      *exit_code = 1;
+      return;
+    }
+    if (*wjson) {
+      nlohmann::json j = {{"address", (*server)->address()}, {"port", (*server)->port()}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("sluice worker: serving on %s\n", (*server)->address().c_str());
+    }
+    std::fflush(stdout);
+    if (!WritePortFile(*wport_file, (*server)->port())) {
+      *exit_code = 1;
+      return;
+    }
+    (*server)->Join();
+  });
+}
+
+}  // namespace sluice
