@@ -28,6 +28,7 @@ from .errors import (Error, CancelledError, UnknownError, InvalidArgumentError,
 from . import attr
 from ._sluice import Tensor, Function
 from .kernels import kernel, kernel_names, cast, reshape, expand_dims, compare
+from . import nest
 from . import data
 from . import image
 from . import text
@@ -35,7 +36,7 @@ from . import io
 
 AUTOTUNE = data.AUTOTUNE
 
-__all__ = ["data", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
+__all__ = ["data", "nest", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
            "compare", "Tensor",
            "Function", "Error", "AUTOTUNE"] + errors.__all__
 __version__ = "0.1.0"

@@ -923,6 +923,9 @@ auto NoGil(F&& f) {
 namespace sluice {
 namespace python {
 void ThrowIfError(const Status& s) { Check(s); }
+Status StatusFromPyError(py::error_already_set& e, std::string_view what) {
+  return StatusFromPythonError(e, what);
+}
 }  // namespace python
 }  // namespace sluice
 
@@ -1236,5 +1239,7 @@ PYBIND11_MODULE(_sluice, m) {
     }
     return py::bytes(b.Serialize());
   }, "A serialized tf.train.Example of (key, 'int64'|'float'|'bytes', values) triples.");
+
+  BindData(m);
 }
 

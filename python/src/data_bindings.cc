@@ -1,0 +1,67 @@
+// sluice.data's native helpers beyond module.cc: the reduce function of group_by_window
+// that receives its window as a Dataset (tf.data's reduce_func(key, window)).
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+
+#include "bindings.h"
+#include "sluice/dataset.h"
+#include "sluice/function.h"
+
+namespace py = pybind11;
+
+namespace sluice {
+namespace python {
+namespace {
+
+// Drops its reference under the GIL, from any thread (pipeline threads own Functions).
+struct HeldObject {
+  explicit HeldObject(py::object o) : obj(o.release().ptr()) {}
+  HeldObject(const HeldObject&) = delete;
+  ~HeldObject() {
+    if (obj == nullptr || !Py_IsInitialized()) return;
+    PyGILState_STATE s = PyGILState_Ensure();
+    Py_DECREF(obj);
+    PyGILState_Release(s);
+  }
+  PyObject* obj;
+};
+
+Function PyWindowReduceFunction(py::object fn, std::string name) {
+  auto ref = std::make_shared<HeldObject>(fn);
+  name = "py:" + name;
+  return Function::DatasetFunction(
+      name,
+      [ref, name](Element&& e, FunctionContext& ctx) -> Result<Dataset> {
+        if (ctx.window() == nullptr || e.size() != 1 || e[0].dtype() != DType::kInt64 ||
+            e[0].rank() != 0) {
+          return InvalidArgumentError("python reduce function '" + name +
+                                      "': expected an int64 key and a window");
+        }
+        py::gil_scoped_acquire gil;
+        try {
+          py::object out = py::handle(ref->obj)(py::int_(e[0].scalar<int64_t>()),
+                                                 py::cast(*ctx.window()));
+          if (py::isinstance<Dataset>(out)) return out.cast<Dataset>();
+          if (py::hasattr(out, "_ds")) return out.attr("_ds").cast<Dataset>();
+          return InvalidArgumentError("python reduce function '" + name +
+                                      "' must return a Dataset, got " +
+                                      std::string(py::str(out.get_type())));
+        } catch (py::error_already_set& err) {
+          return StatusFromPyError(err, "python reduce function '" + name + "'");
+        }
+      },
+      {.is_random = false, .skippable = false, .stateful = true});
+}
+
+}  // namespace
+
+void BindData(py::module_& m) {
+  m.def("py_window_reduce_function", &PyWindowReduceFunction, py::arg("fn"), py::arg("name"),
+        "A dataset function for group_by_window: fn(key: int, window: native Dataset) "
+        "returns a Dataset.");
+}
+
+}  // namespace python
+}  // namespace sluice
