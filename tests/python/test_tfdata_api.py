@@ -1,0 +1,176 @@
+"""tf.data conformance: Dataset methods and arguments, Iterator, Options, by method.
+
+Each case re-expresses a behaviour of tf.data against sluice.data; the comment above it
+names the tf.data kernel test (tensorflow/python/data/kernel_tests/<file>::<test>) or the
+tf.data API documentation it takes its expected values from.
+"""
+import collections
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice.data import Dataset, Options, TensorSpec
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+# ---- range / counter ----
+
+# range_test.py (output_type): range(..., output_type=int32) yields int32 scalars.
+def test_range_output_type():
+    ds = Dataset.range(1, 8, 3, output_type=np.int32)
+    assert ds.element_spec == TensorSpec((), "int32")
+    got = list(ds)
+    assert got == [1, 4, 7] and all(v.dtype == np.int32 for v in got)
+
+
+# counter_test.py: counter(start, step) counts forever; its cardinality is infinite.
+def test_counter():
+    assert [int(v) for v in Dataset.counter(3, 2).take(4)] == [3, 5, 7, 9]
+    assert [int(v) for v in Dataset.counter(0, -1).take(3)] == [0, -1, -2]
+    assert Dataset.counter().cardinality() == sluice.data.INFINITE_CARDINALITY
+
+
+# ---- get_single_element ----
+
+# get_single_element_test.py: exactly one element, else InvalidArgumentError.
+def test_get_single_element():
+    assert Dataset.from_tensors((np.int64(1), {"a": b"x"})).get_single_element() == \
+        (1, {"a": b"x"})
+    with pytest.raises(sluice.InvalidArgumentError, match="empty"):
+        Dataset.range(0).get_single_element()
+    with pytest.raises(sluice.InvalidArgumentError, match="more than one"):
+        Dataset.range(2).get_single_element()
+
+
+# ---- Iterator.get_next_as_optional ----
+
+# iterator_test.py / optional_test.py: get_next_as_optional is a value, then empty.
+def test_get_next_as_optional():
+    it = iter(Dataset.from_tensors(Point(np.int64(1), np.float32(2))))
+    opt = it.get_next_as_optional()
+    assert opt.has_value() and opt.get_value() == Point(1, 2.0)
+    empty = it.get_next_as_optional()
+    assert not empty.has_value()
+    assert isinstance(empty.element_spec, Point)
+    with pytest.raises(sluice.InvalidArgumentError):
+        empty.get_value()
+
+
+# ---- prefetch ----
+
+# prefetch docs: buffer_size None (AUTOTUNE) and 0 are accepted.
+def test_prefetch_none_and_zero():
+    assert list(Dataset.range(3).prefetch(None)) == [0, 1, 2]
+    assert list(Dataset.range(3).prefetch(0)) == [0, 1, 2]
+
+
+# ---- unbatch ----
+
+# unbatch_test.py::testUnbatchScalarDataset: unbatch of a batch restores the elements.
+def test_unbatch_tuple():
+    data = Dataset.from_tensor_slices(tuple(np.arange(10, dtype=np.int32) for _ in range(3)))
+    got = list(data.batch(2).unbatch())
+    assert got == [(i, i, i) for i in range(10)]
+
+
+# Dataset.unbatch docs ("Cannot unbatch an input with scalar components" raised when
+# unbatch() is called) and different static batch sizes.
+def test_unbatch_errors_at_construction():
+    with pytest.raises(ValueError, match="scalar"):
+        Dataset.range(3).unbatch()
+    with pytest.raises(ValueError, match="first dimensions differ"):
+        Dataset.from_tensors((np.zeros(2), np.zeros(3))).unbatch()
+
+
+# ---- rebatch ----
+
+# rebatch_test.py: rebatch(n) re-slices batches into batches of n (here 4 -> 3).
+def test_rebatch():
+    ds = Dataset.range(8).batch(4).rebatch(3)
+    assert [b.tolist() for b in ds] == [[0, 1, 2], [3, 4, 5], [6, 7]]
+    ds = Dataset.range(8).batch(4).rebatch(3, drop_remainder=True)
+    assert [b.tolist() for b in ds] == [[0, 1, 2], [3, 4, 5]]
+
+
+# ---- concatenate ----
+
+# concatenate_test.py (testConcatenateDatasetDifferentStructure / DifferentTypes): TypeError.
+def test_concatenate_incompatible_is_type_error():
+    with pytest.raises(TypeError):
+        Dataset.range(3).concatenate(Dataset.zip((Dataset.range(3), Dataset.range(3))))
+    with pytest.raises(TypeError):
+        Dataset.range(3).concatenate(Dataset.from_tensor_slices(np.zeros(3, np.float32)))
+    ab = Dataset.zip({"a": Dataset.range(2), "b": Dataset.range(2)})
+    ba = Dataset.zip({"b": Dataset.range(5, 6), "a": Dataset.range(7, 8)})
+    assert list(ab.concatenate(ba))[-1] == {"a": 7, "b": 5}
+
+
+# ---- name= ----
+
+# Every tf.data method takes name= (dataset_test.py / each test's testName).
+def test_name_accepted_everywhere():
+    ds = (Dataset.range(10, name="r").map(lambda x: x, name="m").filter(lambda x: True, name="f")
+          .batch(2, name="b").unbatch(name="u").shuffle(4, seed=1, name="s")
+          .take(8, name="t").skip(1, name="k").prefetch(1, name="p").repeat(1, name="rp")
+          .enumerate(name="e").map(lambda i, x: x).cache(name="c").ignore_errors(name="i")
+          .shard(1, 0, name="sh").with_options(Options(), name="o"))
+    assert len(list(ds)) == 7
+    assert list(Dataset.range(3).scan(np.int64(0), lambda s, x: (s + x, s), name="scan")) == \
+        [0, 0, 1]
+
+
+# ---- ignore_errors ----
+
+# ignore_errors_test.py (log_warning): accepted; failed elements are skipped.
+def test_ignore_errors_log_warning():
+    ds = Dataset.range(4).map(lambda x: x if x != 2 else 1 // 0).ignore_errors(log_warning=True)
+    assert list(ds) == [0, 1, 3]
+
+
+# ---- Options ----
+
+# options_test.py::testOptionsTwiceDifferentOptions: experimental_* names are aliases.
+def test_options_experimental_aliases_and_merge():
+    o1 = Options()
+    o1.experimental_optimization.map_fusion = True
+    o2 = Options()
+    o2.experimental_deterministic = False
+    ds = Dataset.range(0).with_options(o1).with_options(o2)
+    opts = ds.options()
+    assert opts.optimization.map_fusion is True
+    assert opts.experimental_deterministic is False and opts.deterministic is False
+    merged = o1.merge(o2)
+    assert merged.deterministic is False and merged.optimization.map_fusion is True
+    assert o1.deterministic is None  # merge makes a new Options
+
+
+# options_test.py::testMutatingOptionsRaiseValueError: ds.options() is not to be mutated.
+def test_options_returned_copy_is_immutable():
+    opts = Dataset.range(0).options()
+    with pytest.raises(ValueError):
+        opts.experimental_deterministic = True
+    with pytest.raises(ValueError):
+        opts.autotune.enabled = False
+
+
+# tf.data.Options: setting an unknown option raises AttributeError.
+def test_options_unknown_field_raises():
+    with pytest.raises(AttributeError):
+        Options().no_such_option = 1
+    with pytest.raises(AttributeError):
+        Options().threading.no_such_option = 1
+    o = Options()
+    o.experimental_slack = True  # a tf.data option sluice accepts without effect
+    assert o.experimental_slack is True
+
+
+# ---- DatasetSpec ----
+
+# dataset_spec_test.py: a window's element spec is a DatasetSpec of the element's spec.
+def test_dataset_spec():
+    spec = Dataset.range(5).window(2).element_spec
+    assert isinstance(spec, sluice.data.DatasetSpec)
+    assert spec.element_spec == TensorSpec((), "int64")
+    assert spec == sluice.data.DatasetSpec(TensorSpec((), "int64"))
