@@ -13,10 +13,14 @@ void RegisterBuiltins(Registry* r) {
   RegisterFixedLengthRecordDataset(r);
   RegisterIdxDataset(r);
   RegisterImageFolderDataset(r);
+  RegisterRandomDataset(r);
 
   // Transformations.
   RegisterMapDataset(r);
   RegisterFilterDataset(r);
+  RegisterTakeWhileDataset(r);
+  RegisterChooseFromDatasetsDataset(r);
+  RegisterSampleFromDatasetsDataset(r);
   RegisterInterleaveDataset(r);
   RegisterBatchDataset(r);
   RegisterPaddedBatchDataset(r);
