@@ -749,6 +749,28 @@ def _canonical(d):
     return d._ds, spec
 
 
+def _common_spec(specs):
+    """The spec elements of any of `specs` fit (shapes merged); TypeError (as tf.data) when
+    they nest differently or their dtypes differ; None when one is unknown."""
+    if any(s is None for s in specs):
+        return None
+    a = specs[0]
+    for b in specs[1:]:
+        if not nest.same_structure(a, b):
+            raise TypeError("Incompatible dataset elements:\n  %s vs.\n  %s" % (a, b))
+        merged = []
+        for x, y in zip(nest.flatten(a), nest.flatten(b)):
+            if type(x) is not type(y) or (isinstance(x, TensorSpec) and x.dtype != y.dtype):
+                raise TypeError("Incompatible dataset elements:\n  %s vs.\n  %s" % (a, b))
+            if isinstance(x, TensorSpec):
+                m = _merge_shapes(x.shape, y.shape)
+                merged.append(TensorSpec(None if m is False else m, x.dtype, x.name))
+            else:
+                merged.append(x)
+        a = nest.pack_sequence_as(a, merged)
+    return a
+
+
 def _map_leaves(spec, f):
     """`spec` with f applied to each TensorSpec (DatasetSpecs and Nones kept)."""
     if spec is None:
@@ -891,6 +913,51 @@ class Dataset:
         """start, start + step, ... forever (tf.data.Dataset.counter)."""
         stop = 2**63 - 1 if step > 0 else -2**63
         return Dataset.range(start, stop, step, output_type=dtype).repeat()
+
+    @staticmethod
+    def random(seed=None, rerandomize_each_iteration=None, name=None):
+        """Endless pseudorandom int64 scalars; the same stream each epoch unless
+        rerandomize_each_iteration (tf.data.Dataset.random)."""
+        return Dataset(_sluice.random_dataset(None if seed is None else int(seed),
+                                              bool(rerandomize_each_iteration)))
+
+    @staticmethod
+    def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=True):
+        """Elements of datasets[i] for each int64 scalar i of choice_dataset."""
+        datasets = list(datasets)
+        if not datasets:
+            raise ValueError("choose_from_datasets: needs at least one dataset")
+        parts = [_canonical(_check_ds(d)) for d in datasets]
+        spec = _common_spec([p[1] for p in parts])
+        choice = _check_ds(choice_dataset)
+        cs = choice.element_spec
+        if cs is not None and cs != TensorSpec((), "int64"):
+            raise TypeError("choose_from_datasets: choice_dataset must yield int64 scalars, "
+                            "its element_spec is %s" % (cs,))
+        plain = all(d._spec is None for d in datasets)
+        return Dataset(_sluice.choose_from_datasets([p[0] for p in parts], choice._ds,
+                                                    bool(stop_on_empty_dataset)),
+                       None if plain else spec, plain)
+
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False,
+                             rerandomize_each_iteration=None):
+        """Elements drawn at random from `datasets` with probabilities `weights` (a list,
+        normalized; None: uniform)."""
+        datasets = list(datasets)
+        if not datasets:
+            raise ValueError("sample_from_datasets: needs at least one dataset")
+        if isinstance(weights, Dataset):
+            raise NotImplementedError("sample_from_datasets: weights as a dataset is not "
+                                      "supported (docs/api.md); give a list")
+        w = [1.0] * len(datasets) if weights is None else [float(x) for x in weights]
+        parts = [_canonical(_check_ds(d)) for d in datasets]
+        spec = _common_spec([p[1] for p in parts])
+        plain = all(d._spec is None for d in datasets)
+        return Dataset(_sluice.sample_from_datasets(
+            [p[0] for p in parts], w, None if seed is None else int(seed),
+            bool(stop_on_empty_dataset), bool(rerandomize_each_iteration)),
+            None if plain else spec, plain)
 
     @staticmethod
     def from_tensors(tensors, name=None):
@@ -1085,6 +1152,45 @@ class Dataset:
             None if l.shape is None else l.shape[1:], l.dtype, l.name))
         return Dataset(self._ds.unbatch(), new, self._plain)
 
+    def take_while(self, predicate, name=None):
+        """The elements up to (not including) the first for which predicate is false."""
+        if not _check_callable(predicate):
+            predicate = _predicate(predicate, self._spec, self._plain)
+        return self._derive(_sluice.take_while(self._ds, predicate), keep=True)
+
+    def rejection_resample(self, class_func, target_dist, initial_dist=None, seed=None,
+                           name=None):
+        """(class, element) pairs resampled so that classes follow target_dist, as
+        tf.data's rejection_resample does with a known initial_dist: elements are kept
+        with probability (r_i - m) / (max r - m), r_i = target_i / initial_i, m = min r,
+        and mixed with the unfiltered input with weight m (sample_from_datasets)."""
+        if initial_dist is None:
+            raise NotImplementedError("rejection_resample: initial_dist is required in "
+                                      "sluice (docs/api.md)")
+        target = np.asarray(target_dist, dtype=np.float64)
+        initial = np.asarray(initial_dist, dtype=np.float64)
+        if target.shape != initial.shape or target.ndim != 1:
+            raise ValueError("rejection_resample: target_dist and initial_dist must be "
+                             "vectors of one length")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(initial > 0, target / initial, 0.0)
+        top, m = ratio.max(), ratio.min()
+        accept = (np.ones_like(ratio) if top == m else (ratio - m) / (top - m))
+
+        def with_class(*args):
+            value = args[0] if len(args) == 1 else args
+            return (np.int64(_call(class_func, value)), value)
+        classed = self.map(with_class)
+
+        def keep(pair, r):
+            u = (int(r) & ((1 << 53) - 1)) / float(1 << 53)
+            return u < accept[int(pair[0])]
+        rnd = Dataset.random(seed)
+        filtered = Dataset.zip((classed, rnd)).filter(keep).map(lambda pair, r: pair)
+        if m <= 0:
+            return filtered
+        return Dataset.sample_from_datasets([classed, filtered], [m, 1.0 - m], seed=seed)
+
     def rebatch(self, batch_size, drop_remainder=False, name=None):
         """Batches of batch_size rows from batches of any size (unbatch + batch)."""
         return self.unbatch().batch(batch_size, drop_remainder)
@@ -1121,20 +1227,7 @@ class Dataset:
             raise TypeError("concatenate: expected a sluice Dataset, got %r" % (type(dataset),))
         a_native, a = _canonical(self)
         b_native, b = _canonical(dataset)
-        spec = None
-        if a is not None and b is not None:
-            if not nest.same_structure(a, b):
-                raise TypeError("Incompatible dataset elements:\n  %s vs.\n  %s" % (a, b))
-            merged = []
-            for x, y in zip(nest.flatten(a), nest.flatten(b)):
-                if type(x) is not type(y) or (isinstance(x, TensorSpec) and x.dtype != y.dtype):
-                    raise TypeError("Incompatible dataset elements:\n  %s vs.\n  %s" % (a, b))
-                if isinstance(x, TensorSpec):
-                    m = _merge_shapes(x.shape, y.shape)
-                    merged.append(TensorSpec(None if m is False else m, x.dtype, x.name))
-                else:
-                    merged.append(x)
-            spec = nest.pack_sequence_as(a, merged)
+        spec = _common_spec([a, b])
         plain = self._plain and dataset._plain and self._spec is None and dataset._spec is None
         return Dataset(a_native.concatenate(b_native), None if plain else spec, plain)
 
@@ -1308,8 +1401,9 @@ class Dataset:
         return self._iterator()
 
     def _tensor_iterator(self):
-        # Yields sluice.Tensor objects (DLPack exporters) instead of numpy arrays.
-        return self._ds.make_iterator(1)
+        # Yields sluice.Tensor objects (DLPack exporters) instead of numpy arrays, in the
+        # dataset's structure.
+        return Iterator(self._ds.make_iterator(1), self.element_spec, not self._plain)
 
     def __len__(self):
         n = self.cardinality()
@@ -1321,6 +1415,12 @@ class Dataset:
 
     def __bool__(self):
         return True
+
+
+def _check_ds(d):
+    if not isinstance(d, Dataset):
+        raise TypeError("sluice: expected a sluice.data.Dataset, got %r" % (type(d),))
+    return d
 
 
 def _key_function(fn, in_spec, plain):
@@ -1372,8 +1472,32 @@ def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_
         compression_type or None))
 
 
+class experimental:
+    """The names of tf.data.experimental that sluice has (tf.data's older spellings)."""
+    AUTOTUNE = AUTOTUNE
+    INFINITE_CARDINALITY = INFINITE_CARDINALITY
+    UNKNOWN_CARDINALITY = UNKNOWN_CARDINALITY
+    Optional = Optional
+    DatasetSpec = DatasetSpec
+
+    @staticmethod
+    def Counter(start=0, step=1, dtype=np.int64):
+        return Dataset.counter(start, step, dtype)
+
+    sample_from_datasets = staticmethod(Dataset.sample_from_datasets)
+    choose_from_datasets = staticmethod(Dataset.choose_from_datasets)
+
+    @staticmethod
+    def get_single_element(dataset):
+        return dataset.get_single_element()
+
+    @staticmethod
+    def cardinality(dataset):
+        return dataset.cardinality()
+
+
 __all__ = ["Dataset", "Options", "AutotuneOptions", "OptimizationOptions", "ThreadingOptions",
            "FileOptions",
            "TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset", "Iterator",
-           "TensorSpec", "NoneTensorSpec", "DatasetSpec", "Optional", "AUTOTUNE",
+           "TensorSpec", "NoneTensorSpec", "experimental", "DatasetSpec", "Optional", "AUTOTUNE",
            "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]

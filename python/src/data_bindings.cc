@@ -2,8 +2,12 @@
 // that receives its window as a Dataset (tf.data's reduce_func(key, window)).
 #include <pybind11/pybind11.h>
 
+#include <pybind11/stl.h>
+
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "bindings.h"
 #include "sluice/dataset.h"
@@ -61,6 +65,22 @@ void BindData(py::module_& m) {
   m.def("py_window_reduce_function", &PyWindowReduceFunction, py::arg("fn"), py::arg("name"),
         "A dataset function for group_by_window: fn(key: int, window: native Dataset) "
         "returns a Dataset.");
+  m.def("random_dataset", [](std::optional<int64_t> seed, bool rerandomize) {
+    return Dataset::Random(seed, rerandomize);
+  });
+  m.def("choose_from_datasets", [](std::vector<Dataset> datasets, const Dataset& choice,
+                                   bool stop_on_empty) {
+    return Dataset::ChooseFromDatasets(std::move(datasets), choice, stop_on_empty);
+  });
+  m.def("sample_from_datasets",
+        [](std::vector<Dataset> datasets, std::vector<double> weights,
+           std::optional<int64_t> seed, bool stop_on_empty, bool rerandomize) {
+          return Dataset::SampleFromDatasets(std::move(datasets), std::move(weights), seed,
+                                             stop_on_empty, rerandomize);
+        });
+  m.def("take_while", [](const Dataset& d, const Function& predicate) {
+    return d.TakeWhile(predicate);
+  });
 }
 
 }  // namespace python

@@ -174,3 +174,94 @@ def test_dataset_spec():
     assert isinstance(spec, sluice.data.DatasetSpec)
     assert spec.element_spec == TensorSpec((), "int64")
     assert spec == sluice.data.DatasetSpec(TensorSpec((), "int64"))
+
+
+# ---- take_while ----
+
+# take_while_test.py: elements until the predicate is first false (nested elements too).
+def test_take_while():
+    assert list(Dataset.range(10).take_while(lambda x: x < 4)) == [0, 1, 2, 3]
+    ds = Dataset.zip((Dataset.range(10), {"y": Dataset.range(10)}))
+    assert len(list(ds.take_while(lambda x, d: d["y"] < 3))) == 3
+    assert list(Dataset.range(3).take_while(lambda x: x < 10)) == [0, 1, 2]
+
+
+# ---- random ----
+
+# random_test.py: seeded streams repeat; rerandomize_each_iteration changes epochs.
+def test_random():
+    a = [int(v) for v in Dataset.random(seed=42).take(5)]
+    assert a == [int(v) for v in Dataset.random(seed=42).take(5)]
+    assert a != [int(v) for v in Dataset.random(seed=43).take(5)]
+    assert Dataset.random(seed=1).cardinality() == sluice.data.INFINITE_CARDINALITY
+    two = [int(v) for v in Dataset.random(seed=3, rerandomize_each_iteration=True)
+           .take(3).repeat(2)]
+    assert two[:3] != two[3:]
+
+
+# ---- choose_from_datasets / sample_from_datasets ----
+
+# choose_from_datasets docstring: datasets = [a, b, c], choice = [0, 1, 2] repeated.
+def test_choose_from_datasets_docstring():
+    datasets = [Dataset.from_tensors(b"foo").repeat(), Dataset.from_tensors(b"bar").repeat(),
+                Dataset.from_tensors(b"baz").repeat()]
+    choice = Dataset.range(3).repeat(3)
+    got = list(Dataset.choose_from_datasets(datasets, choice))
+    assert got == [b"foo", b"bar", b"baz"] * 3
+    nested = [Dataset.zip((Dataset.range(2), {"k": Dataset.range(2)})),
+              Dataset.zip((Dataset.range(10, 12), {"k": Dataset.range(10, 12)}))]
+    got = list(Dataset.choose_from_datasets(nested, Dataset.from_tensor_slices(
+        np.array([1, 0], np.int64))))
+    assert got == [(10, {"k": 10}), (0, {"k": 0})]
+    with pytest.raises(TypeError):
+        Dataset.choose_from_datasets([Dataset.range(2), nested[0]], Dataset.range(1))
+
+
+# sample_from_datasets_test.py: frequencies follow the weights; exhausted inputs drop out.
+def test_sample_from_datasets():
+    ds = Dataset.sample_from_datasets(
+        [Dataset.from_tensors(np.int64(i)).repeat() for i in range(2)], [0.25, 0.75],
+        seed=7).take(4000)
+    share = np.mean([int(v) for v in ds])
+    assert 0.71 < share < 0.79
+    finite = Dataset.sample_from_datasets([Dataset.range(5), Dataset.range(10, 15)], seed=1)
+    assert sorted(int(v) for v in finite) == [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]
+    assert list(sluice.data.experimental.sample_from_datasets([Dataset.range(3)])) == [0, 1, 2]
+
+
+# rejection_resample_test.py: (class, element) pairs whose classes follow target_dist.
+def test_rejection_resample():
+    labels = np.array([0] * 90 + [1] * 10, dtype=np.int64)
+    ds = Dataset.from_tensor_slices((np.arange(100), labels)).repeat()
+    out = ds.rejection_resample(lambda x, y: y, target_dist=[0.5, 0.5],
+                                initial_dist=[0.9, 0.1], seed=3).take(2000)
+    pairs = list(out)
+    cls = np.array([int(c) for c, _ in pairs])
+    assert all(int(c) == int(e[1]) for c, e in pairs)
+    assert 0.45 < cls.mean() < 0.55
+
+
+# ---- padded_batch error class / cardinality ----
+
+# padded_batch_test.py::testPaddedBatchShortPadding: DataLossError.
+def test_padded_batch_short_padding_is_data_loss():
+    ds = (Dataset.from_tensor_slices(np.array([6, 5, 5, 5, 5]))
+          .map(lambda x: np.full([x], x)).padded_batch(4, padded_shapes=[5]))
+    with pytest.raises(sluice.DataLossError):
+        list(ds)
+
+
+# cardinality_test.py: INFINITE through parallel interleave / group_by_window / bucketing.
+def test_cardinality_over_endless_input():
+    inf = sluice.data.INFINITE_CARDINALITY
+    ds = Dataset.range(5).repeat()
+    assert ds.interleave(lambda x: Dataset.range(2), cycle_length=2,
+                         num_parallel_calls=2).cardinality() == inf
+    assert ds.group_by_window(lambda x: x % 2, lambda k, w: w.batch(2), 2).cardinality() == inf
+    assert ds.map(lambda x: np.zeros([int(x)])).bucket_by_sequence_length(
+        lambda x: len(x), [3], [2, 2]).cardinality() == inf
+
+
+# tf.data.experimental.Counter (the guide's spelling).
+def test_experimental_counter():
+    assert [int(v) for v in sluice.data.experimental.Counter().take(3)] == [0, 1, 2]
