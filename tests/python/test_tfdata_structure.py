@@ -239,6 +239,16 @@ def test_window_yields_datasets():
                         np.array([6])])
 
 
+# The tf.data behaviour issue #17 reports: a failed element counts as a position, so the
+# window holding it fails and the next windows keep their boundaries.
+def test_window_failed_element_keeps_its_position():
+    ds = Dataset.range(8).map(lambda x: x if x != 2 else 1 // 0).window(3)
+    it = iter(ds.flat_map(lambda w: w.batch(3)))
+    with pytest.raises(sluice.InvalidArgumentError, match="ZeroDivisionError"):
+        next(it)
+    assert [b.tolist() for b in it] == [[3, 4, 5], [6, 7]]
+
+
 # window_test.py (nested elements): a tuple element gives a tuple of datasets.
 def test_window_of_tuples():
     ds = Dataset.zip((Dataset.range(3), Dataset.range(10, 13))).window(2)
