@@ -9,7 +9,7 @@ math inside the functions given to map/filter is numpy (``np.full`` for ``tf.fil
 guide's downloads (Fashion-MNIST via Keras, the French-English TFRecord, the credit-card
 CSV) are replaced by small arrays and files written here, and ``tf.train.Example`` is
 ``sluice.io.serialize_example``. Sections: basic mechanics, dataset structure, numpy
-arrays, TFRecord and text files (interleave), batching and padded_batch, repeat and
+arrays, Python generators (from_generator), TFRecord and text files (interleave), batching and padded_batch, repeat and
 shuffle, map with tuples, time-series windowing, resampling (sample_from_datasets,
 rejection_resample), iterator checkpointing.
 
@@ -58,6 +58,34 @@ def main():
     images = images / 255
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
     print(dataset.element_spec)
+
+    section("python generators")
+    def count(stop):
+        i = 0
+        while i < stop:
+            yield i
+            i += 1
+    ds_counter = tf.data.Dataset.from_generator(count, args=[25], output_types=tf.int32,
+                                                output_shapes=(),)
+    for count_batch in ds_counter.repeat().batch(10).take(10):
+        print(count_batch)
+
+    def gen_series():
+        i = 0
+        while True:
+            size = np.random.randint(0, 10)
+            yield i, np.random.normal(size=(size,))
+            i += 1
+    ds_series = tf.data.Dataset.from_generator(
+        gen_series,
+        output_types=(tf.int32, tf.float32),
+        output_shapes=((), (None,)))
+    print(ds_series.element_spec)
+    ds_series_batch = ds_series.shuffle(20).padded_batch(10)
+    ids, sequence_batch = next(iter(ds_series_batch))
+    print(ids)
+    print()
+    print(sequence_batch.shape[0], sequence_batch.dtype)
 
     section("from_tensor_slices of dicts")
     features = {"age": np.array([22.0, 38.0, 26.0, 35.0]),

@@ -36,6 +36,13 @@ from . import io
 
 AUTOTUNE = data.AUTOTUNE
 
+# dtype names as tf spells them (tf.int32, tf.string, ...), for tf.data code that passes
+# output_types or TensorSpec dtypes: numpy types, and "string" for text.
+from numpy import (int8, int16, int32, int64, uint8, float16, float32,  # noqa: E402
+                   float64)
+from numpy import bool_ as bool  # noqa: E402,A001
+string = "string"
+
 __all__ = ["data", "nest", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
            "compare", "Tensor",
            "Function", "Error", "AUTOTUNE"] + errors.__all__

@@ -960,6 +960,84 @@ class Dataset:
             None if plain else spec, plain)
 
     @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None,
+                       output_signature=None, name=None):
+        """Elements of a Python generator (tf.data.Dataset.from_generator).
+
+        `generator` is a callable returning an iterator; each iteration of the dataset
+        calls it anew (with `args`). Give `output_signature` (a nested structure of
+        TensorSpec), or the older `output_types` (and `output_shapes`). Values are
+        converted to the signature's dtypes; a value of another structure, or a shape
+        the signature excludes, fails that element. Restoring a checkpoint calls the
+        generator again and skips the elements already produced (tf.data cannot
+        checkpoint generators), so a generator that is not deterministic restores to
+        different elements."""
+        if not callable(generator):
+            raise TypeError("from_generator: `generator` must be callable")
+        if output_signature is None:
+            if output_types is None:
+                raise TypeError("from_generator: give output_signature (or output_types)")
+            types = nest.flatten(output_types)
+            shapes = ([None] * len(types) if output_shapes is None else
+                      _flatten_up_to(output_types, output_shapes))
+            output_signature = nest.pack_sequence_as(
+                output_types, [TensorSpec(sh, t) for t, sh in zip(types, shapes)])
+        elif output_types is not None or output_shapes is not None:
+            raise TypeError("from_generator: output_signature replaces output_types and "
+                            "output_shapes; give one or the other")
+        sig = _check_signature(output_signature)
+        gen_args = tuple(() if args is None else args)
+        leaves = nest.flatten(sig)
+        # What the end-of-data marker carries (never seen): unknown ranks as scalars.
+        filler = _dummy(nest.map_structure(
+            lambda l: TensorSpec((), l.dtype) if isinstance(l, TensorSpec) and l.shape is None
+            else l, sig), 0)
+
+        def start(_):
+            state = {"it": iter(generator(*gen_args)), "next": 0}
+
+            def step(i):
+                i = int(i)
+                while state["next"] < i:  # after a restore: skip what was produced
+                    next(state["it"], None)
+                    state["next"] += 1
+                state["next"] += 1
+                try:
+                    value = next(state["it"])
+                except StopIteration:
+                    return (False, filler)
+                value = _normalize_result(value) if isinstance(sig, tuple) else value
+                try:
+                    flat = _flatten_up_to(sig, value)  # a tuple under a leaf is one value
+                except (TypeError, ValueError, KeyError, IndexError):
+                    raise TypeError("from_generator: the generator yielded %s, which does "
+                                    "not match output_signature %s" %
+                                    (_brief(value), sig)) from None
+                arrays = []
+                for leaf, v in zip(leaves, flat):
+                    arrays.append(v)
+                    if not isinstance(leaf, TensorSpec):
+                        continue
+                    a = np.asarray(v, dtype=object) if isinstance(v, (bytes, str)) else \
+                        np.asarray(v)
+                    text = a.dtype.kind in "SUO"
+                    if text != (leaf.dtype == "string") or (
+                            not text and a.dtype.kind not in "biuf"):
+                        raise TypeError("from_generator: %r is not a %s value" %
+                                        (v, leaf.dtype))
+                    if leaf.shape is not None and \
+                            _merge_shapes(leaf.shape, a.shape, strict=True) is False:
+                        raise TypeError("from_generator: a value of shape %s does not fit "
+                                        "%s" % (a.shape, leaf))
+                    arrays[-1] = a
+                return (True, nest.pack_sequence_as(sig, arrays))
+            flagged = Dataset.counter().map(step, output_signature=(TensorSpec((), "bool"),
+                                                                    sig))
+            return flagged.take_while(lambda ok, _: ok).map(lambda _, v: v,
+                                                            output_signature=sig)
+        return Dataset.range(1).flat_map(start, output_signature=sig)
+
+    @staticmethod
     def from_tensors(tensors, name=None):
         """One element: `tensors`, a (nested) structure of arrays."""
         spec = _spec_of(tensors)
@@ -1415,6 +1493,20 @@ class Dataset:
 
     def __bool__(self):
         return True
+
+
+def _flatten_up_to(shallow, deep):
+    """The parts of `deep` at the leaves of `shallow` (a shape () under a dtype leaf)."""
+    if not nest.is_nested(shallow):
+        return [deep]
+    if not nest.is_nested(deep) or len(deep) != len(shallow) or \
+            isinstance(shallow, dict) != isinstance(deep, dict):
+        raise ValueError("output_shapes %r does not match output_types %r" % (deep, shallow))
+    keys = sorted(shallow) if isinstance(shallow, dict) else range(len(shallow))
+    out = []
+    for k in keys:
+        out.extend(_flatten_up_to(shallow[k], deep[k]))
+    return out
 
 
 def _check_ds(d):

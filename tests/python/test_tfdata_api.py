@@ -265,3 +265,92 @@ def test_cardinality_over_endless_input():
 # tf.data.experimental.Counter (the guide's spelling).
 def test_experimental_counter():
     assert [int(v) for v in sluice.data.experimental.Counter().take(3)] == [0, 1, 2]
+
+
+# ---- from_generator (from_generator_test.py) ----
+
+def _count(stop):
+    i = 0
+    while i < stop:
+        yield i
+        i += 1
+
+
+# The tf.data guide's count generator, with args and the older output_types/shapes.
+def test_from_generator_args_and_output_types():
+    ds = Dataset.from_generator(_count, args=[25], output_types=np.int32, output_shapes=())
+    assert ds.element_spec == TensorSpec((), "int32")
+    got = [b.tolist() for b in ds.batch(10)]
+    assert got == [list(range(10)), list(range(10, 20)), list(range(20, 25))]
+    assert list(ds.take(2)) == [0, 1] and list(ds.take(2)) == [0, 1]  # a fresh generator
+
+
+# from_generator_test.py::testFromGeneratorString and ::testFromGeneratorDatastructures.
+def test_from_generator_strings_and_structures():
+    def strings():
+        yield "foo"
+        yield b"bar"
+        yield u"baz"
+    assert list(Dataset.from_generator(strings, output_types="string", output_shapes=[])) == \
+        [b"foo", b"bar", b"baz"]
+
+    def structures():
+        yield {"a": "foo", "b": [1, 2], "c": (9,)}
+        yield {"a": "bar", "b": [3], "c": (7, 6)}
+    ds = Dataset.from_generator(structures,
+                                output_types={"a": "string", "b": np.int32, "c": np.int32},
+                                output_shapes={"a": [], "b": [None], "c": [None]})
+    got = list(ds)
+    assert got[0]["a"] == b"foo" and got[0]["b"].tolist() == [1, 2] and got[0]["c"].tolist() == [9]
+    assert got[1]["c"].tolist() == [7, 6] and got[1]["c"].dtype == np.int32
+
+
+# from_generator_test.py::testFromGeneratorTypeError / ShapeError / StructureError: the bad
+# element fails with InvalidArgumentError and the generator goes on.
+def test_from_generator_bad_values_fail_their_element():
+    def typed():
+        yield np.array([1, 2, 3])
+        yield "ERROR"
+        yield np.array([4, 5, 6, 7])
+        yield np.array([7, 8, 9])
+    it = iter(Dataset.from_generator(typed, output_types=np.int64, output_shapes=[3]))
+    assert next(it).tolist() == [1, 2, 3]
+    with pytest.raises(sluice.InvalidArgumentError):
+        next(it)
+    with pytest.raises(sluice.InvalidArgumentError):
+        next(it)
+    assert next(it).tolist() == [7, 8, 9]
+    with pytest.raises(StopIteration):
+        next(it)
+
+    def structured():
+        yield 1, 2
+        yield 5
+        yield 6, 7, 8
+        yield 9, 10
+    it = iter(Dataset.from_generator(structured, output_types=(np.int64, np.int64)))
+    assert next(it) == (1, 2)
+    for _ in range(2):
+        with pytest.raises(sluice.InvalidArgumentError):
+            next(it)
+    assert next(it) == (9, 10)
+
+
+# output_signature (the current spelling) with nested specs; a checkpoint restores by
+# replaying the generator.
+def test_from_generator_output_signature_and_checkpoint():
+    def gen():
+        for i in range(1, 5):
+            yield i, {"v": np.ones(i)}
+    sig = (TensorSpec((), "int32"), {"v": TensorSpec((None,), "float32")})
+    ds = Dataset.from_generator(gen, output_signature=sig)
+    assert ds.element_spec == sig
+    it = iter(ds)
+    next(it)
+    ckpt = it.save()
+    rest = [int(x) for x, _ in it]
+    it2 = iter(ds)
+    it2.restore(ckpt)
+    assert [int(x) for x, _ in it2] == rest == [2, 3, 4]
+    with pytest.raises(TypeError):
+        Dataset.from_generator(gen)

@@ -22,6 +22,9 @@ def test_guide_pipeline_runs_with_the_import_changed():
     assert "[8, 3, 0, 8, 2, 1]\n8\n22\n" in text
     # Dataset structure: zip((dataset1, dataset2)) nests, a, (b, c) unpacks.
     assert "shapes: (10,), (), (100,)" in text
+    # from_generator(count, args=[25]) repeated and batched by 10: the guide's output.
+    assert "[20 21 22 23 24  0  1  2  3  4]" in text
+    assert "(TensorSpec(shape=(), dtype=int32), TensorSpec(shape=(None,), dtype=float32))" in text
     # Batching a zip of ranges; drop_remainder gives a static batch dimension.
     assert "[[0, 1, 2, 3], [0, -1, -2, -3]]" in text
     assert "(TensorSpec(shape=(7,), dtype=int64), TensorSpec(shape=(7,), dtype=int64))" in text
