@@ -169,6 +169,9 @@ class Dataset {
   static Dataset Zip(std::vector<Dataset> datasets);
   // The elements up to (not including) the first for which `predicate` is false.
   Dataset TakeWhile(Function predicate) const;
+  // The elements without repeats, in first-seen order (one int32, int64 or string
+  // component; the distinct elements seen are kept in memory and in checkpoints).
+  Dataset Unique() const;
   Dataset Concatenate(const Dataset& other) const;
   // (index: int64, element components...)
   Dataset Enumerate(int64_t start = 0) const;

@@ -13,6 +13,7 @@ with the GIL held, one at a time, marked stateful so the optimizer never paralle
 fuses or reorders them, and not serializable).
 """
 
+import bisect
 import os
 import warnings
 
@@ -308,6 +309,55 @@ def _from_native(spec, native):
             return tuple(Dataset.from_tensor_slices(v) for v in native)
         return Dataset.from_tensor_slices(native)
     return _pack_flat(spec, _native_flat(spec, native))
+
+
+def _leaf_builder(spec):
+    """A function taking an iterator of flat components to the value of `spec` (built once
+    per iterator, so each element costs only the calls below)."""
+    if isinstance(spec, TensorSpec):
+        return lambda it: next(it)
+    if isinstance(spec, NoneTensorSpec):
+        return lambda it: None
+    if isinstance(spec, DatasetSpec):
+        inner = spec.element_spec
+        n = len(_native_leaves(inner))
+        build = _leaf_builder(inner)
+        return lambda it: Dataset.from_tensor_slices(build(iter([next(it) for _ in range(n)])))
+    if isinstance(spec, dict):
+        keys = sorted(spec)
+        builders = [_leaf_builder(spec[k]) for k in keys]
+        order = list(spec)
+
+        def build_dict(it):
+            got = {k: b(it) for k, b in zip(keys, builders)}
+            return {k: got[k] for k in order}
+        return build_dict
+    builders = [_leaf_builder(c) for c in spec]
+    if hasattr(type(spec), "_fields"):
+        cls = type(spec)
+        return lambda it: cls(*[b(it) for b in builders])
+    return lambda it: tuple([b(it) for b in builders])
+
+
+def _packer(spec):
+    """native value -> nested element, for every element of an iterator."""
+    if isinstance(spec, DatasetSpec) and spec.element_spec is None:
+        return lambda native: _from_native(spec, native)
+    names = [n for n, _ in _native_leaves(spec)]
+    build = _leaf_builder(spec)
+
+    def pack(native):
+        if isinstance(native, dict):
+            try:
+                flat = [native[n] for n in names]
+            except KeyError:
+                flat = list(native.values())
+        elif isinstance(native, tuple):
+            flat = native
+        else:
+            flat = (native,)
+        return build(iter(flat))
+    return pack
 
 
 def _call(fn, value):
@@ -816,17 +866,18 @@ class Iterator:
     save()/restore(), cancel(), close() (a context manager), stats(), tuned_parameters()
     and get_next_as_optional()."""
 
-    __slots__ = ("_it", "_spec", "_nested")
+    __slots__ = ("_it", "_spec", "_pack")
 
     def __init__(self, native_iterator, spec, nested):
-        self._it, self._spec, self._nested = native_iterator, spec, nested
+        self._it, self._spec = native_iterator, spec
+        self._pack = _packer(spec) if nested else None
 
     def __iter__(self):
         return self
 
     def __next__(self):
         v = self._it.__next__()
-        return _from_native(self._spec, v) if self._nested else v
+        return v if self._pack is None else self._pack(v)
 
     def get_next(self):
         return self.__next__()
@@ -1379,8 +1430,8 @@ class Dataset:
                                   pad_to_bucket_boundary=False, no_padding=False,
                                   drop_remainder=False, name=None):
         if no_padding:
-            raise NotImplementedError("bucket_by_sequence_length: no_padding=True is not "
-                                      "supported yet (docs/api.md)")
+            return self._bucket_without_padding(element_length_func, bucket_boundaries,
+                                                bucket_batch_sizes, drop_remainder)
         length_fn = element_length_func
         if not _check_callable(element_length_func):
             length_fn = _key_function(element_length_func, self._spec, self._plain)
@@ -1404,6 +1455,42 @@ class Dataset:
         return Dataset(self._ds.bucket_by_sequence_length(
             length_fn, list(bucket_boundaries), list(bucket_batch_sizes), shapes, values,
             bool(pad_to_bucket_boundary), bool(drop_remainder)), spec, self._plain)
+
+    def _bucket_without_padding(self, length_func, boundaries, batch_sizes, drop_remainder):
+        """bucket_by_sequence_length(no_padding=True): group_by_window keyed by bucket,
+        each bucket batched (not padded) by its own batch size."""
+        bounds = [int(b) for b in boundaries]
+        sizes = [int(b) for b in batch_sizes]
+        if len(sizes) != len(bounds) + 1:
+            raise InvalidArgumentError("bucket_by_sequence_length: len(bucket_batch_sizes) "
+                                       "must be len(bucket_boundaries) + 1")
+        if bounds != sorted(bounds):
+            raise InvalidArgumentError("bucket_by_sequence_length: bucket_boundaries must "
+                                       "be sorted")
+        if _check_callable(length_func):
+            raise TypeError("bucket_by_sequence_length(no_padding=True) takes a Python "
+                            "element_length_func")
+        in_spec, in_plain = self._spec, self._plain
+
+        def bucket(*args):
+            length = int(_call(length_func, _input_value(in_spec, in_plain, args)))
+            return np.int64(bisect.bisect_right(bounds, length))
+
+        def reduce_wrapper(key, window):
+            return Dataset(window, in_spec, in_plain).batch(sizes[int(key)], drop_remainder)
+        reduce_wrapper.__qualname__ = "bucket_batch"
+        spec = self._spec
+        if spec is not None:
+            spec = _batched(spec, sizes[0] if drop_remainder and len(set(sizes)) == 1 else None)
+        native = _sluice.group_by_window_sizes(
+            self._ds, _sluice.py_map_function(_named(bucket, length_func)),
+            _sluice.py_window_reduce_function(reduce_wrapper, "bucket_batch"), sizes)
+        return Dataset(native, spec, self._plain)
+
+    def unique(self, name=None):
+        """The elements without repeats, in first-seen order (one int32, int64 or string
+        component; the distinct elements seen are kept in memory and in checkpoints)."""
+        return self._derive(_sluice.unique(self._ds), keep=True)
 
     def ignore_errors(self, log_warning=False, name=None):
         """Skips elements whose computation failed (counted in Iterator.stats()).

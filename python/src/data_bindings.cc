@@ -78,6 +78,16 @@ void BindData(py::module_& m) {
           return Dataset::SampleFromDatasets(std::move(datasets), std::move(weights), seed,
                                              stop_on_empty, rerandomize);
         });
+  // GroupByWindow with a window size per key (key k: window_sizes[k]).
+  m.def("group_by_window_sizes", [](const Dataset& d, const Function& key_fn,
+                                    const Function& reduce_fn,
+                                    std::vector<int64_t> window_sizes) {
+    const int64_t first = window_sizes.empty() ? 1 : window_sizes[0];
+    return Dataset::FromOp("GroupByWindow",
+                           {{"window_size", first}, {"window_sizes", std::move(window_sizes)}},
+                           {d}, {key_fn, reduce_fn});
+  });
+  m.def("unique", [](const Dataset& d) { return d.Unique(); });
   m.def("take_while", [](const Dataset& d, const Function& predicate) {
     return d.TakeWhile(predicate);
   });

@@ -182,6 +182,7 @@ Dataset Dataset::TakeWhile(Function predicate) const {
   int64_t seed = SeedFor(predicate);
   return FromOp("TakeWhile", {{"seed", seed}}, {*this}, {std::move(predicate)});
 }
+Dataset Dataset::Unique() const { return FromOp("Unique", {}, {*this}); }
 Dataset Dataset::Random(std::optional<int64_t> seed, bool rerandomize_each_iteration) {
   return FromOp("Random", {{"seed", SeedAttr(seed)},
                            {"rerandomize_each_iteration", rerandomize_each_iteration}});

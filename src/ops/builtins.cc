@@ -19,6 +19,7 @@ void RegisterBuiltins(Registry* r) {
   RegisterMapDataset(r);
   RegisterFilterDataset(r);
   RegisterTakeWhileDataset(r);
+  RegisterUniqueDataset(r);
   RegisterChooseFromDatasetsDataset(r);
   RegisterSampleFromDatasetsDataset(r);
   RegisterInterleaveDataset(r);

@@ -27,6 +27,7 @@ void RegisterRandomDataset(Registry* r);
 void RegisterMapDataset(Registry* r);
 void RegisterFilterDataset(Registry* r);
 void RegisterTakeWhileDataset(Registry* r);
+void RegisterUniqueDataset(Registry* r);
 void RegisterChooseFromDatasetsDataset(Registry* r);
 void RegisterSampleFromDatasetsDataset(Registry* r);
 void RegisterInterleaveDataset(Registry* r);  // Interleave and FlatMap

@@ -1,6 +1,6 @@
-// TakeWhile, Random, ChooseFromDatasets and SampleFromDatasets: the conformance fixture
-// and the behaviours of tf.data's take_while_test.py, random_test.py,
-// choose_from_datasets_test.py and sample_from_datasets_test.py.
+// TakeWhile, Unique, Random, ChooseFromDatasets and SampleFromDatasets: the conformance
+// fixture and the behaviours of tf.data's take_while_test.py, unique_test.py,
+// random_test.py, choose_from_datasets_test.py and sample_from_datasets_test.py.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -149,6 +149,24 @@ TEST(CardinalityTest, EndlessInputsStayEndless) {
   });
   EXPECT_EQ(rows.Repeat().BucketBySequenceLength(length, {3}, {2, 2}).Cardinality(),
             kInfiniteCardinality);
+}
+
+// unique_test.py: first occurrences in order, for int and string elements.
+TEST(UniqueTest, FirstOccurrencesInOrder) {
+  CheckDataset(Choices({1, 2, 1, 3, 2, 2, 5}).Unique(), Ints({1, 2, 3, 5}));
+  Dataset words = Dataset::FromTensorSlices(
+      Element{Tensor::FromVector<std::string>({"a", "b", "a", "", "b", ""})});
+  std::vector<Element> got = CollectOrDie(words.Unique());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[2][0].scalar<std::string>(), "");
+  CheckTransform([](Dataset in) { return in.Unique(); });
+  // Vectors compare by shape and values.
+  Dataset vecs = Dataset::FromTensorSlices(
+      Element{Tensor::FromVector<int64_t>({1, 2, 1, 2, 2, 1}, Shape{3, 2})});
+  EXPECT_EQ(CollectOrDie(vecs.Unique()).size(), 2u);
+  // unique_test.py::testUnsupportedTypes: other dtypes are refused when built.
+  Dataset floats = Dataset::Range(3).Map(*Function::Kernel("cast", {{"dtype", DType::kFloat32}}));
+  EXPECT_EQ(floats.Unique().status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -354,3 +354,29 @@ def test_from_generator_output_signature_and_checkpoint():
     assert [int(x) for x, _ in it2] == rest == [2, 3, 4]
     with pytest.raises(TypeError):
         Dataset.from_generator(gen)
+
+
+# ---- unique ----
+
+# unique_test.py (testSimpleInt / testSimpleString): first occurrences, in order.
+def test_unique():
+    ds = Dataset.from_tensor_slices(np.array([1, 2, 1, 3, 2, 2, 5], np.int32)).unique()
+    assert list(ds) == [1, 2, 3, 5]
+    words = Dataset.from_tensor_slices(np.array([b"a", b"b", b"a", b"c"], dtype=object))
+    assert list(words.unique()) == [b"a", b"b", b"c"]
+    # unique_test.py::testUnsupportedTypes: other dtypes are refused when built.
+    with pytest.raises(sluice.InvalidArgumentError):
+        Dataset.from_tensor_slices(np.zeros(3, np.float32)).unique()
+
+
+# ---- bucket_by_sequence_length(no_padding=True) ----
+
+# bucket_by_sequence_length_test.py (testNoPadding...): buckets batched without padding.
+def test_bucket_by_sequence_length_no_padding():
+    lengths = [1, 3, 1, 3, 5, 1, 3]
+    ds = Dataset.from_tensor_slices(np.array(lengths)).map(lambda n: np.full([n], n))
+    b = ds.bucket_by_sequence_length(lambda x: len(x), [2, 4], [2, 2, 1], no_padding=True)
+    got = sorted(tuple(x.shape) for x in b)
+    assert got == [(1, 1), (1, 3), (1, 5), (2, 1), (2, 3)]
+    for x in b:
+        assert (x == x.flat[0]).all()  # nothing padded: every value is the row's length

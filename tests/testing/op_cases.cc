@@ -168,6 +168,8 @@ const std::map<std::string, Case>& OpCases() {
              K("compare", {{"op", std::string("less")}, {"value", 4.0}}));
        }},
       {"Random", [](const Files&) { return Dataset::Random(7).Take(6); }},
+      {"Unique",
+       [](const Files& f) { return Words(f).Unbatch().Concatenate(Words(f).Unbatch()).Unique(); }},
       {"ChooseFromDatasets",
        [](const Files&) {
          return Dataset::ChooseFromDatasets(
