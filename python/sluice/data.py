@@ -14,6 +14,8 @@ fuses or reorders them, and not serializable).
 """
 
 import bisect
+import collections
+import json
 import os
 import warnings
 
@@ -624,6 +626,13 @@ def _dummy(spec, k, lead=()):
     return nest.map_structure(lambda leaf: _dummy_leaf(leaf, k, lead), spec)
 
 
+def _filler(spec):
+    """A value of `spec` (unknown ranks as scalars) for places that are never read."""
+    return _dummy(nest.map_structure(
+        lambda l: TensorSpec((), l.dtype) if isinstance(l, TensorSpec) and l.shape is None
+        else l, spec), 0)
+
+
 def _merge_specs(a, b):
     """The spec both probes fit (dims that differ become None), or None when they nest
     differently or their dtypes differ."""
@@ -1039,10 +1048,7 @@ class Dataset:
         sig = _check_signature(output_signature)
         gen_args = tuple(() if args is None else args)
         leaves = nest.flatten(sig)
-        # What the end-of-data marker carries (never seen): unknown ranks as scalars.
-        filler = _dummy(nest.map_structure(
-            lambda l: TensorSpec((), l.dtype) if isinstance(l, TensorSpec) and l.shape is None
-            else l, sig), 0)
+        filler = _filler(sig)  # what the end-of-data marker carries (never seen)
 
         def start(_):
             state = {"it": iter(generator(*gen_args)), "next": 0}
@@ -1492,6 +1498,69 @@ class Dataset:
         component; the distinct elements seen are kept in memory and in checkpoints)."""
         return self._derive(_sluice.unique(self._ds), keep=True)
 
+    def snapshot(self, path, compression="AUTO", reader_func=None, shard_func=None,
+                 name=None):
+        """Persists the elements under `path` on the first complete pass and reads them
+        from there afterwards, in this process or another (tf.data snapshot). The file is
+        named by the pipeline's fingerprint, so other pipelines can share `path`; a
+        pipeline with Python functions has no fingerprint and uses the name "pipeline"
+        (give such pipelines a path of their own). sluice's file cache (docs/api.md)."""
+        if reader_func is not None or shard_func is not None:
+            raise NotImplementedError("snapshot: reader_func and shard_func are not "
+                                      "supported (docs/api.md)")
+        path = os.fspath(path)
+        os.makedirs(path, exist_ok=True)
+        fp = _sluice.fingerprint(self._ds) or "pipeline"
+        return self._derive(self._ds.cache(os.path.join(path, fp)), keep=True)
+
+    def save(self, path, compression=None, shard_func=None, checkpoint_args=None,
+             name=None):
+        """Writes every element under the directory `path` (tf.data save); Dataset.load
+        reads them back with their nested element_spec. Replaces what `path` held."""
+        if compression is not None or shard_func is not None or checkpoint_args is not None:
+            raise NotImplementedError("save: compression, shard_func and checkpoint_args "
+                                      "are not supported (docs/api.md)")
+        path = os.fspath(path)
+        os.makedirs(path, exist_ok=True)
+        spec = self.element_spec
+        if spec is None:
+            raise InvalidArgumentError("save: the element spec is unknown; map with "
+                                       "output_signature= first")
+        data = os.path.join(path, "data")
+        if os.path.exists(data + _CACHE_SUFFIX):
+            os.remove(data + _CACHE_SUFFIX)
+        it = self._ds.cache(data).make_iterator(0)
+        try:
+            for _ in it:
+                pass
+        finally:
+            it.close()
+        with open(os.path.join(path, _SPEC_FILE), "w") as f:
+            json.dump({"element_spec": _encode_spec(spec), "plain": self._plain}, f)
+
+    @staticmethod
+    def load(path, element_spec=None, compression=None, reader_func=None):
+        """The dataset Dataset.save wrote under `path` (tf.data load); NotFoundError when
+        there is none."""
+        if compression is not None or reader_func is not None:
+            raise NotImplementedError("load: compression and reader_func are not supported")
+        path = os.fspath(path)
+        meta = os.path.join(path, _SPEC_FILE)
+        data = os.path.join(path, "data")
+        if not os.path.exists(meta) or not os.path.exists(data + _CACHE_SUFFIX):
+            from .errors import NotFoundError
+            raise NotFoundError("load: no dataset saved under %s" % path)
+        with open(meta) as f:
+            saved = json.load(f)
+        spec = _decode_spec(saved["element_spec"]) if element_spec is None else element_spec
+        dummy = _filler(spec)
+        # Never read: the cache op reads the saved file. An input of unknown size and
+        # spec, so nothing downstream trusts a made-up shape or count.
+        source = Dataset.range(1).filter(lambda _: False).map(lambda _: dummy,
+                                                              output_signature=spec)
+        plain = bool(saved.get("plain", False)) and element_spec is None
+        return Dataset(source._ds.cache(data), None if plain else spec, plain)
+
     def ignore_errors(self, log_warning=False, name=None):
         """Skips elements whose computation failed (counted in Iterator.stats()).
         log_warning is accepted for tf.data compatibility; sluice counts instead."""
@@ -1594,6 +1663,43 @@ def _flatten_up_to(shallow, deep):
     for k in keys:
         out.extend(_flatten_up_to(shallow[k], deep[k]))
     return out
+
+
+_CACHE_SUFFIX = ".sluice-cache"
+_SPEC_FILE = "sluice_element_spec.json"
+
+
+def _encode_spec(spec):
+    if isinstance(spec, TensorSpec):
+        return {"tensor": [None if spec.shape is None else list(spec.shape), spec.dtype,
+                           spec.name]}
+    if isinstance(spec, NoneTensorSpec):
+        return {"none": True}
+    if isinstance(spec, DatasetSpec):
+        return {"dataset": None if spec.element_spec is None
+                else _encode_spec(spec.element_spec)}
+    if isinstance(spec, dict):
+        return {"dict": [[k, _encode_spec(v)] for k, v in spec.items()]}
+    if hasattr(type(spec), "_fields"):
+        return {"namedtuple": type(spec).__name__, "fields": list(spec._fields),
+                "values": [_encode_spec(v) for v in spec]}
+    return {"tuple": [_encode_spec(v) for v in spec]}
+
+
+def _decode_spec(d):
+    if "tensor" in d:
+        shape, dtype, name = d["tensor"]
+        return TensorSpec(None if shape is None else tuple(shape), dtype, name)
+    if "none" in d:
+        return NoneTensorSpec()
+    if "dataset" in d:
+        return DatasetSpec(None if d["dataset"] is None else _decode_spec(d["dataset"]))
+    if "dict" in d:
+        return {k: _decode_spec(v) for k, v in d["dict"]}
+    if "namedtuple" in d:
+        cls = collections.namedtuple(d["namedtuple"], d["fields"])
+        return cls(*[_decode_spec(v) for v in d["values"]])
+    return tuple(_decode_spec(v) for v in d["tuple"])
 
 
 def _check_ds(d):

@@ -12,6 +12,7 @@
 #include "bindings.h"
 #include "sluice/dataset.h"
 #include "sluice/function.h"
+#include "sluice/serialize.h"
 
 namespace py = pybind11;
 
@@ -86,6 +87,12 @@ void BindData(py::module_& m) {
     return Dataset::FromOp("GroupByWindow",
                            {{"window_size", first}, {"window_sizes", std::move(window_sizes)}},
                            {d}, {key_fn, reduce_fn});
+  });
+  // The graph's fingerprint, or None when it has local callables (Python functions).
+  m.def("fingerprint", [](const Dataset& d) -> std::optional<std::string> {
+    Result<std::string> fp = DatasetFingerprint(d);
+    if (!fp.ok()) return std::nullopt;
+    return *fp;
   });
   m.def("unique", [](const Dataset& d) { return d.Unique(); });
   m.def("take_while", [](const Dataset& d, const Function& predicate) {

@@ -380,3 +380,39 @@ def test_bucket_by_sequence_length_no_padding():
     assert got == [(1, 1), (1, 3), (1, 5), (2, 1), (2, 3)]
     for x in b:
         assert (x == x.flat[0]).all()  # nothing padded: every value is the row's length
+
+
+# ---- save / load / snapshot ----
+
+# io_test.py (testBasic / testNested...): save then load gives the elements and the
+# nested element_spec back; load of a missing path is NotFoundError.
+def test_save_and_load(tmp_path):
+    ds = Dataset.range(5).map(lambda x: Point(x, {"v": np.full([int(x)], x)}))
+    ds.save(str(tmp_path / "saved"))
+    back = Dataset.load(str(tmp_path / "saved"))
+    assert back.element_spec.y["v"] == TensorSpec((None,), "int64")
+    got = list(back)
+    assert [p.x for p in got] == [0, 1, 2, 3, 4]
+    assert got[3].y["v"].tolist() == [3, 3, 3]
+    assert type(got[0]).__name__ == "Point"
+    plain = Dataset.range(3)
+    plain.save(tmp_path / "plain")
+    assert list(Dataset.load(tmp_path / "plain")) == [0, 1, 2]
+    with pytest.raises(sluice.NotFoundError):
+        Dataset.load(str(tmp_path / "nothing"))
+
+
+# snapshot_test.py: the first pass writes the snapshot, later passes (other pipeline
+# objects too) read it instead of the input.
+def test_snapshot_reuses_the_first_pass(tmp_path):
+    calls = []
+
+    def f(x):
+        calls.append(int(x))
+        return x * 10
+    ds = Dataset.range(4).map(f, output_signature=TensorSpec((), "int64"))
+    snap = ds.snapshot(str(tmp_path))
+    assert list(snap) == [0, 10, 20, 30] and len(calls) == 4
+    assert list(snap) == [0, 10, 20, 30] and len(calls) == 4  # read back, f not called
+    kernel_ds = Dataset.range(6).snapshot(str(tmp_path))
+    assert list(kernel_ds) == list(range(6))  # another pipeline: another file
