@@ -5,13 +5,14 @@ sluice with only the import changed: ``import tensorflow as tf`` became
 
 What is not tf.data in the guide changes, because sluice has no TensorFlow ops: tensor
 math inside the functions given to map/filter is numpy (``np.full`` for ``tf.fill``,
-``x % 2`` for ``tf.math.mod``...), elements print as numpy values (no ``.numpy()``), the
-guide's downloads (Fashion-MNIST via Keras, the French-English TFRecord, the credit-card
-CSV) are replaced by small arrays and files written here, and ``tf.train.Example`` is
-``sluice.io.serialize_example``. Sections: basic mechanics, dataset structure, numpy
-arrays, Python generators (from_generator), TFRecord and text files (interleave), batching and padded_batch, repeat and
-shuffle, map with tuples, time-series windowing, resampling (sample_from_datasets,
-rejection_resample), iterator checkpointing.
+``x % 2`` for ``tf.math.mod``...), elements print as numpy values (no ``.numpy()``),
+the guide's downloads (Fashion-MNIST via Keras, the French-English TFRecord, the
+credit-card CSV) are replaced by small arrays and files written here, and
+``tf.train.Example`` is ``sluice.io.serialize_example``. Sections: basic mechanics,
+dataset structure, numpy arrays, Python generators (from_generator), TFRecord and text
+files (interleave), batching and padded_batch, repeat and shuffle, map with tuples,
+time-series windowing, resampling (sample_from_datasets, rejection_resample), iterator
+checkpointing.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/tf_guide_pipeline.py
 
@@ -171,7 +172,8 @@ def main():
     section("map with tuples")
     def scale(image, label):  # the guide's parse_image: (image, label) in, (image, label) out
         return (image * 2).astype(np.float32), label
-    for image, label in tf.data.Dataset.from_tensor_slices((images, labels)).map(scale).take(1):
+    image_ds = tf.data.Dataset.from_tensor_slices((images, labels)).map(scale)
+    for image, label in image_ds.take(1):
         print(image.shape, image.dtype, label)
 
     section("time series windowing")

@@ -106,7 +106,8 @@ class Dataset {
   // (path: string, label: int64). `extensions` filters files (case-insensitive), empty = all.
   static Dataset ImageFolder(std::string root, std::vector<std::string> extensions = {});
   // Endless pseudorandom int64 scalars (tf.data Dataset.random); the same stream every
-  // iteration unless rerandomize_each_iteration. No seed: the global seed (or a random one).
+  // iteration unless rerandomize_each_iteration. No seed: the global seed (or a random
+  // one).
   static Dataset Random(std::optional<int64_t> seed = {},
                         bool rerandomize_each_iteration = false);
   // Elements of datasets[i] for each i the int64 scalars of `choice` select (tf.data

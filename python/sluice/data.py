@@ -17,7 +17,6 @@ import bisect
 import collections
 import json
 import os
-import warnings
 
 import numpy as np
 
@@ -1259,8 +1258,6 @@ class Dataset:
             return v
         shapes = self._flat_per_component(padded_shapes, "padded_shapes", shape)
         values = self._flat_per_component(padding_values, "padding_values", value)
-        if shapes is not None and len(shapes) == 1 and shapes[0] is not None:
-            shapes = [shapes[0]] if self._spec is None or nest.is_nested(self._spec) else shapes
         n = int(batch_size) if drop_remainder else None
         native = self._ds.padded_batch(int(batch_size),
                                        None if shapes is None else [s for s in shapes],

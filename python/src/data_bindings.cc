@@ -1,7 +1,6 @@
 // sluice.data's native helpers beyond module.cc: the reduce function of group_by_window
 // that receives its window as a Dataset (tf.data's reduce_func(key, window)).
 #include <pybind11/pybind11.h>
-
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -47,7 +46,7 @@ Function PyWindowReduceFunction(py::object fn, std::string name) {
         py::gil_scoped_acquire gil;
         try {
           py::object out = py::handle(ref->obj)(py::int_(e[0].scalar<int64_t>()),
-                                                 py::cast(*ctx.window()));
+                                                py::cast(*ctx.window()));
           if (py::isinstance<Dataset>(out)) return out.cast<Dataset>();
           if (py::hasattr(out, "_ds")) return out.attr("_ds").cast<Dataset>();
           return InvalidArgumentError("python reduce function '" + name +
@@ -63,31 +62,33 @@ Function PyWindowReduceFunction(py::object fn, std::string name) {
 }  // namespace
 
 void BindData(py::module_& m) {
-  m.def("py_window_reduce_function", &PyWindowReduceFunction, py::arg("fn"), py::arg("name"),
+  m.def("py_window_reduce_function", &PyWindowReduceFunction, py::arg("fn"),
+        py::arg("name"),
         "A dataset function for group_by_window: fn(key: int, window: native Dataset) "
         "returns a Dataset.");
   m.def("random_dataset", [](std::optional<int64_t> seed, bool rerandomize) {
     return Dataset::Random(seed, rerandomize);
   });
-  m.def("choose_from_datasets", [](std::vector<Dataset> datasets, const Dataset& choice,
-                                   bool stop_on_empty) {
-    return Dataset::ChooseFromDatasets(std::move(datasets), choice, stop_on_empty);
-  });
+  m.def("choose_from_datasets",
+        [](std::vector<Dataset> datasets, const Dataset& choice, bool stop_on_empty) {
+          return Dataset::ChooseFromDatasets(std::move(datasets), choice, stop_on_empty);
+        });
   m.def("sample_from_datasets",
         [](std::vector<Dataset> datasets, std::vector<double> weights,
            std::optional<int64_t> seed, bool stop_on_empty, bool rerandomize) {
-          return Dataset::SampleFromDatasets(std::move(datasets), std::move(weights), seed,
-                                             stop_on_empty, rerandomize);
+          return Dataset::SampleFromDatasets(std::move(datasets), std::move(weights),
+                                             seed, stop_on_empty, rerandomize);
         });
   // GroupByWindow with a window size per key (key k: window_sizes[k]).
-  m.def("group_by_window_sizes", [](const Dataset& d, const Function& key_fn,
-                                    const Function& reduce_fn,
-                                    std::vector<int64_t> window_sizes) {
-    const int64_t first = window_sizes.empty() ? 1 : window_sizes[0];
-    return Dataset::FromOp("GroupByWindow",
-                           {{"window_size", first}, {"window_sizes", std::move(window_sizes)}},
-                           {d}, {key_fn, reduce_fn});
-  });
+  m.def("group_by_window_sizes",
+        [](const Dataset& d, const Function& key_fn, const Function& reduce_fn,
+           std::vector<int64_t> window_sizes) {
+          const int64_t first = window_sizes.empty() ? 1 : window_sizes[0];
+          return Dataset::FromOp(
+              "GroupByWindow",
+              {{"window_size", first}, {"window_sizes", std::move(window_sizes)}}, {d},
+              {key_fn, reduce_fn});
+        });
   // The graph's fingerprint, or None when it has local callables (Python functions).
   m.def("fingerprint", [](const Dataset& d) -> std::optional<std::string> {
     Result<std::string> fp = DatasetFingerprint(d);

@@ -193,8 +193,10 @@ Dataset Dataset::ChooseFromDatasets(std::vector<Dataset> datasets, const Dataset
   return FromOp("ChooseFromDatasets", {{"stop_on_empty_dataset", stop_on_empty_dataset}},
                 std::move(datasets));
 }
-Dataset Dataset::SampleFromDatasets(std::vector<Dataset> datasets, std::vector<double> weights,
-                                    std::optional<int64_t> seed, bool stop_on_empty_dataset,
+Dataset Dataset::SampleFromDatasets(std::vector<Dataset> datasets,
+                                    std::vector<double> weights,
+                                    std::optional<int64_t> seed,
+                                    bool stop_on_empty_dataset,
                                     bool rerandomize_each_iteration) {
   if (weights.empty()) weights.assign(datasets.size(), 1.0);
   return FromOp("SampleFromDatasets",

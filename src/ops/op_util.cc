@@ -136,8 +136,9 @@ Result<ElementSpec> CommonSpec(const std::vector<const ElementSpec*>& specs,
               (b.names == nullptr || *b.names == *out.names);
     for (size_t i = 0; ok && i < b.size(); ++i) ok = b[i].dtype == out[i].dtype;
     if (!ok) {
-      return InvalidArgumentError(op + ": input " + std::to_string(k) + " has element spec " +
-                                  b.ToString() + ", input 0 has " + specs[0]->ToString() +
+      return InvalidArgumentError(op + ": input " + std::to_string(k) +
+                                  " has element spec " + b.ToString() + ", input 0 has " +
+                                  specs[0]->ToString() +
                                   " (need the same components, dtypes and names)");
     }
     for (size_t i = 0; i < b.size(); ++i) {

@@ -115,7 +115,8 @@ TEST(UnbatchTest, Conformance) {
   EXPECT_FALSE(r.ok());
   Dataset scalars = Dataset::Range(3).Unbatch();
   EXPECT_EQ(scalars.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(scalars.status().message().find("scalar"), std::string::npos) << scalars.status();
+  EXPECT_NE(scalars.status().message().find("scalar"), std::string::npos)
+      << scalars.status();
   Dataset mixed = Dataset::FromTensors(Element{Tensor::FromVector<int64_t>({1, 2}),
                                                Tensor::FromVector<int64_t>({1, 2, 3})})
                       .Unbatch();

@@ -57,7 +57,8 @@ TEST(RandomTest, RerandomizeEachIterationChangesEpochs) {
             std::vector<int64_t>(two.begin() + 4, two.end()));
 }
 
-// choose_from_datasets_test.py (testChooseFromDatasets): elements in the selector's order.
+// choose_from_datasets_test.py (testChooseFromDatasets): elements in the selector's
+// order.
 TEST(ChooseFromDatasetsTest, FollowsTheSelector) {
   Dataset ds = Dataset::ChooseFromDatasets({Dataset::Range(0, 3), Dataset::Range(10, 13)},
                                            Choices({0, 1, 1, 0, 1, 0}));
@@ -80,15 +81,18 @@ TEST(ChooseFromDatasetsTest, ExhaustedInputStopsOrIsSkipped) {
 
 // choose_from_datasets_test.py (testErrors): a selector value out of range names it.
 TEST(ChooseFromDatasetsTest, BadSelector) {
-  auto it = Dataset::ChooseFromDatasets({Dataset::Range(3)}, Choices({0, 5})).MakeIterator();
+  auto it =
+      Dataset::ChooseFromDatasets({Dataset::Range(3)}, Choices({0, 5})).MakeIterator();
   ASSERT_TRUE(it.ok());
   ASSERT_TRUE((*it)->GetNext().ok());
   Result<std::optional<Element>> e = (*it)->GetNext();
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(e.status().message().find("selector value 5"), std::string::npos) << e.status();
+  EXPECT_NE(e.status().message().find("selector value 5"), std::string::npos)
+      << e.status();
   Dataset bad = Dataset::ChooseFromDatasets(
-      {Dataset::Range(3), Dataset::Range(3).Map(*Function::Kernel("cast", {{"dtype", DType::kFloat32}}))},
+      {Dataset::Range(3),
+       Dataset::Range(3).Map(*Function::Kernel("cast", {{"dtype", DType::kFloat32}}))},
       Choices({0}));
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("input 1"), std::string::npos) << bad.status();
@@ -116,11 +120,11 @@ TEST(SampleFromDatasetsTest, ExhaustionAndConformance) {
   EXPECT_EQ(got.size(), 10u);
   CheckDataset(ds, Ints(got));
   CheckTransform([](Dataset in) { return Dataset::SampleFromDatasets({in}, {1.0}, 2); });
-  Dataset zero = Dataset::SampleFromDatasets({Dataset::Range(0, 5), Dataset::Range(10, 15)},
-                                             {0.0, 1.0}, 3);
+  Dataset zero = Dataset::SampleFromDatasets(
+      {Dataset::Range(0, 5), Dataset::Range(10, 15)}, {0.0, 1.0}, 3);
   EXPECT_EQ(IntsOf(CollectOrDie(zero)), std::vector<int64_t>({10, 11, 12, 13, 14}));
-  Dataset stop = Dataset::SampleFromDatasets({Dataset::Range(0, 1), Dataset::Range(10, 100)},
-                                             {0.5, 0.5}, 3, true);
+  Dataset stop = Dataset::SampleFromDatasets(
+      {Dataset::Range(0, 1), Dataset::Range(10, 100)}, {0.5, 0.5}, 3, true);
   EXPECT_LT(CollectOrDie(stop).size(), 90u);
   EXPECT_EQ(Dataset::SampleFromDatasets({Dataset::Range(1)}, {-1.0}).status().code(),
             StatusCode::kInvalidArgument);
@@ -142,11 +146,14 @@ TEST(CardinalityTest, EndlessInputsStayEndless) {
       "batch2", [](Element&&, FunctionContext& ctx) -> Result<Dataset> {
         return ctx.window()->Batch(2);
       });
-  EXPECT_EQ(rows.Repeat().GroupByWindow(key, reduce, 2).Cardinality(), kInfiniteCardinality);
-  EXPECT_EQ(rows.Repeat(2).GroupByWindow(key, reduce, 2).Cardinality(), kUnknownCardinality);
-  Function length = Function::Map("len", [](Element, FunctionContext&) -> Result<Element> {
-    return Element{Tensor::Scalar<int64_t>(2)};
-  });
+  EXPECT_EQ(rows.Repeat().GroupByWindow(key, reduce, 2).Cardinality(),
+            kInfiniteCardinality);
+  EXPECT_EQ(rows.Repeat(2).GroupByWindow(key, reduce, 2).Cardinality(),
+            kUnknownCardinality);
+  Function length =
+      Function::Map("len", [](Element, FunctionContext&) -> Result<Element> {
+        return Element{Tensor::Scalar<int64_t>(2)};
+      });
   EXPECT_EQ(rows.Repeat().BucketBySequenceLength(length, {3}, {2, 2}).Cardinality(),
             kInfiniteCardinality);
 }
@@ -165,7 +172,8 @@ TEST(UniqueTest, FirstOccurrencesInOrder) {
       Element{Tensor::FromVector<int64_t>({1, 2, 1, 2, 2, 1}, Shape{3, 2})});
   EXPECT_EQ(CollectOrDie(vecs.Unique()).size(), 2u);
   // unique_test.py::testUnsupportedTypes: other dtypes are refused when built.
-  Dataset floats = Dataset::Range(3).Map(*Function::Kernel("cast", {{"dtype", DType::kFloat32}}));
+  Dataset floats =
+      Dataset::Range(3).Map(*Function::Kernel("cast", {{"dtype", DType::kFloat32}}));
   EXPECT_EQ(floats.Unique().status().code(), StatusCode::kInvalidArgument);
 }
 

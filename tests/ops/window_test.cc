@@ -149,7 +149,9 @@ TEST(WindowTest, FailedElementKeepsItsPosition) {
       if (!e->has_value()) break;
       std::string w;
       const Tensor& t = (**e)[0];
-      for (int64_t j = 0; j < t.num_elements(); ++j) w += std::to_string(t.data<int64_t>()[j]);
+      for (int64_t j = 0; j < t.num_elements(); ++j) {
+        w += std::to_string(t.data<int64_t>()[j]);
+      }
       out.push_back(w);
     }
     return out;

@@ -169,12 +169,14 @@ const std::map<std::string, Case>& OpCases() {
        }},
       {"Random", [](const Files&) { return Dataset::Random(7).Take(6); }},
       {"Unique",
-       [](const Files& f) { return Words(f).Unbatch().Concatenate(Words(f).Unbatch()).Unique(); }},
+       [](const Files& f) {
+         return Words(f).Unbatch().Concatenate(Words(f).Unbatch()).Unique();
+       }},
       {"ChooseFromDatasets",
        [](const Files&) {
-         return Dataset::ChooseFromDatasets(
-             {Dataset::Range(3), Dataset::Range(10, 14)},
-             Dataset::FromTensorSlices(Element{Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 0, 0})}));
+         Tensor choice = Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 0, 0});
+         return Dataset::ChooseFromDatasets({Dataset::Range(3), Dataset::Range(10, 14)},
+                                            Dataset::FromTensorSlices(Element{choice}));
        }},
       {"SampleFromDatasets",
        [](const Files&) {

@@ -14,8 +14,10 @@ namespace {
 class RandomDataset : public DatasetNode {
  public:
   RandomDataset(OpArgs args, uint64_t seed, bool rerandomize)
-      : DatasetNode("Random", std::move(args), ElementSpec{{{DType::kInt64, PartialShape{}}}}),
-        seed_(seed), rerandomize_(rerandomize) {}
+      : DatasetNode("Random", std::move(args),
+                    ElementSpec{{{DType::kInt64, PartialShape{}}}}),
+        seed_(seed),
+        rerandomize_(rerandomize) {}
 
   int64_t Cardinality() const override { return kInfiniteCardinality; }
   uint64_t seed() const { return seed_; }
@@ -78,7 +80,8 @@ Result<IteratorPtr> RandomDataset::MakeIteratorInternal(const IteratorContext&,
 void RegisterRandomDataset(Registry* r) {
   r->RegisterOp(
       OpDef("Random")
-          .Summary("Endless pseudorandom int64 scalars (Philox, keyed by seed and position).")
+          .Summary(
+              "Endless pseudorandom int64 scalars (Philox, keyed by seed and position).")
           .Inputs(0)
           .Attr("seed", AttrType::kInt, "Seed of the stream.")
           .Attr("rerandomize_each_iteration", AttrType::kBool, false,
@@ -88,14 +91,14 @@ void RegisterRandomDataset(Registry* r) {
                    .seed_mix = SeedMix::kWhenAttrTrue,
                    .seed_mix_attr = "rerandomize_each_iteration"}),
       [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttr<int64_t>(args.attrs, "Random", "seed"));
-     SLUICE_ASSIGN_OR_RETURN(
-         bool rerandomize,
-         GetAttrOr<bool>(args.attrs, "Random", "rerandomize_each_iteration", false));
-     return DatasetPtr(std::make_shared<RandomDataset>(std::move(args),
-                                                       static_cast<uint64_t>(seed),
-                                                       rerandomize));
-   });
+        SLUICE_ASSIGN_OR_RETURN(int64_t seed,
+                                GetAttr<int64_t>(args.attrs, "Random", "seed"));
+        SLUICE_ASSIGN_OR_RETURN(
+            bool rerandomize,
+            GetAttrOr<bool>(args.attrs, "Random", "rerandomize_each_iteration", false));
+        return DatasetPtr(std::make_shared<RandomDataset>(
+            std::move(args), static_cast<uint64_t>(seed), rerandomize));
+      });
 }
 
 }  // namespace sluice

@@ -42,7 +42,8 @@ class ChooseFromDatasetsDataset : public DatasetNode {
 
 class ChooseFromDatasetsIterator : public IteratorBase {
  public:
-  ChooseFromDatasetsIterator(const ChooseFromDatasetsDataset* ds, const std::string& prefix)
+  ChooseFromDatasetsIterator(const ChooseFromDatasetsDataset* ds,
+                             const std::string& prefix)
       : IteratorBase(ds->shared(), prefix), ds_(ds) {}
 
   Status Initialize(const IteratorContext& ctx) override {
@@ -59,13 +60,16 @@ class ChooseFromDatasetsIterator : public IteratorBase {
     const int64_t n = static_cast<int64_t>(inputs_.size()) - 1;
     while (!ended_) {
       SLUICE_RETURN_IF_ERROR(CheckCancelled());
-      if (std::find(exhausted_.begin(), exhausted_.end(), false) == exhausted_.end()) break;
+      if (std::find(exhausted_.begin(), exhausted_.end(), false) == exhausted_.end())
+        break;
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> choice, inputs_[0]->GetNext());
       if (!choice) break;
       if (choice->size() != 1 || (*choice)[0].dtype() != DType::kInt64 ||
           (*choice)[0].rank() != 0) {
-        return InvalidArgumentError("ChooseFromDatasets: the selector must yield int64 "
-                                    "scalars, got " + choice->DebugString());
+        return InvalidArgumentError(
+            "ChooseFromDatasets: the selector must yield int64 "
+            "scalars, got " +
+            choice->DebugString());
       }
       const int64_t i = (*choice)[0].scalar<int64_t>();
       if (i < 0 || i >= n) {
@@ -99,7 +103,8 @@ class ChooseFromDatasetsIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(int64_t ended, r.ReadInt(prefix(), "ended"));
     ended_ = ended != 0;
     for (size_t i = 0; i < exhausted_.size(); ++i) {
-      SLUICE_ASSIGN_OR_RETURN(int64_t x, r.ReadInt(prefix(), "exhausted_" + std::to_string(i)));
+      SLUICE_ASSIGN_OR_RETURN(int64_t x,
+                              r.ReadInt(prefix(), "exhausted_" + std::to_string(i)));
       exhausted_[i] = x != 0;
     }
     for (auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Restore(r));
@@ -123,29 +128,33 @@ Result<IteratorPtr> ChooseFromDatasetsDataset::MakeIteratorInternal(
 void RegisterChooseFromDatasetsDataset(Registry* r) {
   r->RegisterOp(
       OpDef("ChooseFromDatasets")
-          .Summary("Elements of inputs 1..n in the order input 0 (int64 indices) selects.")
+          .Summary(
+              "Elements of inputs 1..n in the order input 0 (int64 indices) selects.")
           .VariadicInputs(2)
           .Attr("stop_on_empty_dataset", AttrType::kBool, true,
                 "End when the selected input is exhausted (else skip the choice).")
           .Traits({.seed_mix = SeedMix::kNone}),
       [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_ASSIGN_OR_RETURN(
-         bool stop, GetAttrOr<bool>(args.attrs, "ChooseFromDatasets", "stop_on_empty_dataset",
-                                    true));
-     const ElementSpec& sel = args.inputs[0]->element_spec();
-     if (!sel.unknown && (sel.size() != 1 || sel[0].dtype != DType::kInt64 ||
-                          (sel[0].shape.rank_known() && sel[0].shape.rank() != 0))) {
-       return InvalidArgumentError("ChooseFromDatasets: the selector must yield int64 "
-                                   "scalars, its element spec is " + sel.ToString());
-     }
-     std::vector<const ElementSpec*> specs;
-     for (size_t i = 1; i < args.inputs.size(); ++i) {
-       specs.push_back(&args.inputs[i]->element_spec());
-     }
-     SLUICE_ASSIGN_OR_RETURN(ElementSpec spec, CommonSpec(specs, "ChooseFromDatasets"));
-     return DatasetPtr(
-         std::make_shared<ChooseFromDatasetsDataset>(std::move(args), std::move(spec), stop));
-   });
+        SLUICE_ASSIGN_OR_RETURN(bool stop,
+                                GetAttrOr<bool>(args.attrs, "ChooseFromDatasets",
+                                                "stop_on_empty_dataset", true));
+        const ElementSpec& sel = args.inputs[0]->element_spec();
+        if (!sel.unknown && (sel.size() != 1 || sel[0].dtype != DType::kInt64 ||
+                             (sel[0].shape.rank_known() && sel[0].shape.rank() != 0))) {
+          return InvalidArgumentError(
+              "ChooseFromDatasets: the selector must yield int64 "
+              "scalars, its element spec is " +
+              sel.ToString());
+        }
+        std::vector<const ElementSpec*> specs;
+        for (size_t i = 1; i < args.inputs.size(); ++i) {
+          specs.push_back(&args.inputs[i]->element_spec());
+        }
+        SLUICE_ASSIGN_OR_RETURN(ElementSpec spec,
+                                CommonSpec(specs, "ChooseFromDatasets"));
+        return DatasetPtr(std::make_shared<ChooseFromDatasetsDataset>(
+            std::move(args), std::move(spec), stop));
+      });
 }
 
 }  // namespace sluice

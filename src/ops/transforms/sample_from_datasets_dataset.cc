@@ -1,10 +1,10 @@
 // SampleFromDatasets: each element comes from input i with probability weights[i]
-// (normalized; tf.data sample_from_datasets). Draw k is made with Philox keyed by the seed
-// (mixed with the iteration's seed_mix under rerandomize_each_iteration) and stream k, so
-// a checkpoint holds the draw count, the exhausted flags and the inputs' positions. A
-// draw of an exhausted input ends the op with stop_on_empty_dataset; without it (tf.data's
-// default) that input's weight drops out and the draw is made again among the rest. The op
-// ends when every input is exhausted. Errors of an input pass through.
+// (normalized; tf.data sample_from_datasets). Draw k is made with Philox keyed by the
+// seed (mixed with the iteration's seed_mix under rerandomize_each_iteration) and stream
+// k, so a checkpoint holds the draw count, the exhausted flags and the inputs' positions.
+// A draw of an exhausted input ends the op with stop_on_empty_dataset; without it
+// (tf.data's default) that input's weight drops out and the draw is made again among the
+// rest. The op ends when every input is exhausted. Errors of an input pass through.
 #include <limits>
 
 #include "graph/attr.h"
@@ -21,7 +21,9 @@ class SampleFromDatasetsDataset : public DatasetNode {
   SampleFromDatasetsDataset(OpArgs args, ElementSpec spec, std::vector<double> weights,
                             uint64_t seed, bool stop_on_empty, bool rerandomize)
       : DatasetNode("SampleFromDatasets", std::move(args), std::move(spec)),
-        weights_(std::move(weights)), seed_(seed), stop_on_empty_(stop_on_empty),
+        weights_(std::move(weights)),
+        seed_(seed),
+        stop_on_empty_(stop_on_empty),
         rerandomize_(rerandomize) {}
 
   // Infinite when every input with a positive weight is; otherwise unknown.
@@ -50,7 +52,8 @@ class SampleFromDatasetsDataset : public DatasetNode {
 
 class SampleFromDatasetsIterator : public IteratorBase {
  public:
-  SampleFromDatasetsIterator(const SampleFromDatasetsDataset* ds, const std::string& prefix)
+  SampleFromDatasetsIterator(const SampleFromDatasetsDataset* ds,
+                             const std::string& prefix)
       : IteratorBase(ds->shared(), prefix), ds_(ds) {}
 
   Status Initialize(const IteratorContext& ctx) override {
@@ -114,7 +117,8 @@ class SampleFromDatasetsIterator : public IteratorBase {
     if (draws_ < 0) return DataLossError("SampleFromDatasets: negative draw count");
     ended_ = ended != 0;
     for (size_t i = 0; i < exhausted_.size(); ++i) {
-      SLUICE_ASSIGN_OR_RETURN(int64_t x, r.ReadInt(prefix(), "exhausted_" + std::to_string(i)));
+      SLUICE_ASSIGN_OR_RETURN(int64_t x,
+                              r.ReadInt(prefix(), "exhausted_" + std::to_string(i)));
       exhausted_[i] = x != 0;
     }
     for (auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Restore(r));
@@ -142,7 +146,8 @@ void RegisterSampleFromDatasetsDataset(Registry* r) {
       OpDef("SampleFromDatasets")
           .Summary("Elements drawn at random from its inputs with the given weights.")
           .VariadicInputs(1)
-          .Attr("weights", AttrType::kFloatList, "One weight >= 0 per input (normalized).")
+          .Attr("weights", AttrType::kFloatList,
+                "One weight >= 0 per input (normalized).")
           .Attr("seed", AttrType::kInt, "Seed of the draws.")
           .Attr("stop_on_empty_dataset", AttrType::kBool, false,
                 "End at the first draw of an exhausted input (else draw again).")
@@ -152,37 +157,40 @@ void RegisterSampleFromDatasetsDataset(Registry* r) {
                    .seed_mix = SeedMix::kWhenAttrTrue,
                    .seed_mix_attr = "rerandomize_each_iteration"}),
       [](OpArgs args) -> Result<DatasetPtr> {
-     const char* op = "SampleFromDatasets";
-     SLUICE_ASSIGN_OR_RETURN(auto weights,
-                             GetAttr<std::vector<double>>(args.attrs, op, "weights"));
-     SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttr<int64_t>(args.attrs, op, "seed"));
-     SLUICE_ASSIGN_OR_RETURN(bool stop,
-                             GetAttrOr<bool>(args.attrs, op, "stop_on_empty_dataset", false));
-     SLUICE_ASSIGN_OR_RETURN(
-         bool rerandomize, GetAttrOr<bool>(args.attrs, op, "rerandomize_each_iteration", false));
-     if (weights.size() != args.inputs.size()) {
-       return InvalidArgumentError("SampleFromDatasets: " + std::to_string(weights.size()) +
-                                   " weights for " + std::to_string(args.inputs.size()) +
-                                   " inputs");
-     }
-     double total = 0;
-     for (double w : weights) {
-       if (!(w >= 0) || w == std::numeric_limits<double>::infinity()) {
-         return InvalidArgumentError("SampleFromDatasets: weights must be finite and >= 0, "
-                                     "got " + std::to_string(w));
-       }
-       total += w;
-     }
-     if (!(total > 0)) {
-       return InvalidArgumentError("SampleFromDatasets: the weights sum to 0");
-     }
-     std::vector<const ElementSpec*> specs;
-     for (const DatasetPtr& in : args.inputs) specs.push_back(&in->element_spec());
-     SLUICE_ASSIGN_OR_RETURN(ElementSpec spec, CommonSpec(specs, op));
-     return DatasetPtr(std::make_shared<SampleFromDatasetsDataset>(
-         std::move(args), std::move(spec), std::move(weights), static_cast<uint64_t>(seed),
-         stop, rerandomize));
-   });
+        const char* op = "SampleFromDatasets";
+        SLUICE_ASSIGN_OR_RETURN(auto weights,
+                                GetAttr<std::vector<double>>(args.attrs, op, "weights"));
+        SLUICE_ASSIGN_OR_RETURN(int64_t seed, GetAttr<int64_t>(args.attrs, op, "seed"));
+        SLUICE_ASSIGN_OR_RETURN(
+            bool stop, GetAttrOr<bool>(args.attrs, op, "stop_on_empty_dataset", false));
+        SLUICE_ASSIGN_OR_RETURN(
+            bool rerandomize,
+            GetAttrOr<bool>(args.attrs, op, "rerandomize_each_iteration", false));
+        if (weights.size() != args.inputs.size()) {
+          return InvalidArgumentError(
+              "SampleFromDatasets: " + std::to_string(weights.size()) + " weights for " +
+              std::to_string(args.inputs.size()) + " inputs");
+        }
+        double total = 0;
+        for (double w : weights) {
+          if (!(w >= 0) || w == std::numeric_limits<double>::infinity()) {
+            return InvalidArgumentError(
+                "SampleFromDatasets: weights must be finite and >= 0, "
+                "got " +
+                std::to_string(w));
+          }
+          total += w;
+        }
+        if (!(total > 0)) {
+          return InvalidArgumentError("SampleFromDatasets: the weights sum to 0");
+        }
+        std::vector<const ElementSpec*> specs;
+        for (const DatasetPtr& in : args.inputs) specs.push_back(&in->element_spec());
+        SLUICE_ASSIGN_OR_RETURN(ElementSpec spec, CommonSpec(specs, op));
+        return DatasetPtr(std::make_shared<SampleFromDatasetsDataset>(
+            std::move(args), std::move(spec), std::move(weights),
+            static_cast<uint64_t>(seed), stop, rerandomize));
+      });
 }
 
 }  // namespace sluice

@@ -79,20 +79,21 @@ Result<IteratorPtr> TakeWhileDataset::MakeIteratorInternal(
 }  // namespace
 
 void RegisterTakeWhileDataset(Registry* r) {
-  r->RegisterOp(
-      OpDef("TakeWhile")
-          .Summary("The input's elements until the predicate is first false.")
-          .Inputs(1)
-          .Functions({Function::Kind::kPredicate})
-          .Attr("seed", AttrType::kInt, int64_t{0}, "Seed of the function's random draws.")
-          .Traits({.seed_mix = SeedMix::kNone}),
-      [](OpArgs args) -> Result<DatasetPtr> {
-     SLUICE_ASSIGN_OR_RETURN(int64_t seed,
-                             GetAttrOr<int64_t>(args.attrs, "TakeWhile", "seed", 0));
-     ElementSpec spec = args.inputs[0]->element_spec();
-     return DatasetPtr(std::make_shared<TakeWhileDataset>(std::move(args), std::move(spec),
-                                                          static_cast<uint64_t>(seed)));
-   });
+  r->RegisterOp(OpDef("TakeWhile")
+                    .Summary("The input's elements until the predicate is first false.")
+                    .Inputs(1)
+                    .Functions({Function::Kind::kPredicate})
+                    .Attr("seed", AttrType::kInt, int64_t{0},
+                          "Seed of the function's random draws.")
+                    .Traits({.seed_mix = SeedMix::kNone}),
+                [](OpArgs args) -> Result<DatasetPtr> {
+                  SLUICE_ASSIGN_OR_RETURN(
+                      int64_t seed,
+                      GetAttrOr<int64_t>(args.attrs, "TakeWhile", "seed", 0));
+                  ElementSpec spec = args.inputs[0]->element_spec();
+                  return DatasetPtr(std::make_shared<TakeWhileDataset>(
+                      std::move(args), std::move(spec), static_cast<uint64_t>(seed)));
+                });
 }
 
 }  // namespace sluice

@@ -138,9 +138,9 @@ void RegisterUnbatchDataset(Registry* r) {
        }
        const int64_t d = s.dim(0);
        if (d >= 0 && batch >= 0 && d != batch) {
-         return InvalidArgumentError("Unbatch: the components' first dimensions differ (" +
-                                     std::to_string(batch) + " and " + std::to_string(d) +
-                                     " in " + in.ToString() + ")");
+         return InvalidArgumentError("Unbatch: the components' first dimensions "
+                                     "differ (" + std::to_string(batch) + " and " +
+                                     std::to_string(d) + " in " + in.ToString() + ")");
        }
        if (d >= 0) batch = d;
      }

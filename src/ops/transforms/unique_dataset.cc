@@ -42,8 +42,10 @@ class UniqueIterator : public UnaryIterator {
   // The element's identity: its shape, then its values (strings length-prefixed).
   static Result<std::string> Key(const Element& e) {
     if (e.size() != 1 || !UniqueDType(e[0].dtype())) {
-      return InvalidArgumentError("Unique: elements must have one int32, int64 or string "
-                                  "component, got " + e.DebugString());
+      return InvalidArgumentError(
+          "Unique: elements must have one int32, int64 or string "
+          "component, got " +
+          e.DebugString());
     }
     const Tensor& t = e[0];
     std::string key;
@@ -89,7 +91,8 @@ class UniqueIterator : public UnaryIterator {
     seen_.clear();
     order_.clear();
     for (int64_t i = 0; i < n; ++i) {
-      SLUICE_ASSIGN_OR_RETURN(std::string key, r.ReadString(prefix(), "key_" + std::to_string(i)));
+      SLUICE_ASSIGN_OR_RETURN(std::string key,
+                              r.ReadString(prefix(), "key_" + std::to_string(i)));
       seen_.insert(key);
       order_.push_back(std::move(key));
     }
@@ -115,13 +118,16 @@ void RegisterUniqueDataset(Registry* r) {
           .Inputs(1)
           .Traits({.seed_mix = SeedMix::kNone}),
       [](OpArgs args) -> Result<DatasetPtr> {
-     ElementSpec spec = args.inputs[0]->element_spec();
-     if (!spec.unknown && (spec.size() != 1 || !UniqueDType(spec[0].dtype))) {
-       return InvalidArgumentError("Unique: elements must have one int32, int64 or string "
-                                   "component, the input's are " + spec.ToString());
-     }
-     return DatasetPtr(std::make_shared<UniqueDataset>(std::move(args), std::move(spec)));
-   });
+        ElementSpec spec = args.inputs[0]->element_spec();
+        if (!spec.unknown && (spec.size() != 1 || !UniqueDType(spec[0].dtype))) {
+          return InvalidArgumentError(
+              "Unique: elements must have one int32, int64 or string "
+              "component, the input's are " +
+              spec.ToString());
+        }
+        return DatasetPtr(
+            std::make_shared<UniqueDataset>(std::move(args), std::move(spec)));
+      });
 }
 
 }  // namespace sluice

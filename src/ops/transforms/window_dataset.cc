@@ -124,7 +124,8 @@ class WindowIterator : public UnaryIterator {
     for (size_t i = 0; i < buffer_.size(); ++i) {
       const std::string key = "buffer_" + std::to_string(i);
       if (!errors_[i].ok()) {  // a failed position: its error, no element
-        w->WriteInt(prefix(), key + "_error_code", static_cast<int64_t>(errors_[i].code()));
+        w->WriteInt(prefix(), key + "_error_code",
+                    static_cast<int64_t>(errors_[i].code()));
         w->WriteString(prefix(), key + "_error", errors_[i].message());
         continue;
       }
