@@ -105,6 +105,24 @@ class Dataset {
   // Files under root/<class>/..., classes sorted by name and numbered from 0: elements
   // (path: string, label: int64). `extensions` filters files (case-insensitive), empty = all.
   static Dataset ImageFolder(std::string root, std::vector<std::string> extensions = {});
+  // Endless pseudorandom int64 scalars (tf.data Dataset.random); the same stream every
+  // iteration unless rerandomize_each_iteration. No seed: the global seed (or a random
+  // one).
+  static Dataset Random(std::optional<int64_t> seed = {},
+                        bool rerandomize_each_iteration = false);
+  // Elements of datasets[i] for each i the int64 scalars of `choice` select (tf.data
+  // choose_from_datasets). A choice of an exhausted input ends the result with
+  // stop_on_empty_dataset, and is skipped without it.
+  static Dataset ChooseFromDatasets(std::vector<Dataset> datasets, const Dataset& choice,
+                                    bool stop_on_empty_dataset = true);
+  // Elements drawn at random from `datasets` with probabilities `weights` (normalized;
+  // empty: uniform), tf.data sample_from_datasets. Without stop_on_empty_dataset an
+  // exhausted input drops out and the result ends when all are exhausted.
+  static Dataset SampleFromDatasets(std::vector<Dataset> datasets,
+                                    std::vector<double> weights = {},
+                                    std::optional<int64_t> seed = {},
+                                    bool stop_on_empty_dataset = false,
+                                    bool rerandomize_each_iteration = false);
 
   // ---- Transformations ----
   Dataset Map(Function fn) const;
@@ -150,6 +168,11 @@ class Dataset {
   Dataset Skip(int64_t count) const;         // -1: all
   Dataset Shard(int64_t num_shards, int64_t index) const;
   static Dataset Zip(std::vector<Dataset> datasets);
+  // The elements up to (not including) the first for which `predicate` is false.
+  Dataset TakeWhile(Function predicate) const;
+  // The elements without repeats, in first-seen order (one int32, int64 or string
+  // component; the distinct elements seen are kept in memory and in checkpoints).
+  Dataset Unique() const;
   Dataset Concatenate(const Dataset& other) const;
   // (index: int64, element components...)
   Dataset Enumerate(int64_t start = 0) const;

@@ -28,6 +28,7 @@ from .errors import (Error, CancelledError, UnknownError, InvalidArgumentError,
 from . import attr
 from ._sluice import Tensor, Function
 from .kernels import kernel, kernel_names, cast, reshape, expand_dims, compare
+from . import nest
 from . import data
 from . import service as _service
 data.service = _service  # sluice.data.service, as tf.data.experimental.service
@@ -38,7 +39,14 @@ from . import plumber
 
 AUTOTUNE = data.AUTOTUNE
 
-__all__ = ["data", "plumber", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
+# dtype names as tf spells them (tf.int32, tf.string, ...), for tf.data code that passes
+# output_types or TensorSpec dtypes: numpy types, and "string" for text.
+from numpy import (int8, int16, int32, int64, uint8, float16, float32,  # noqa: E402
+                   float64)
+from numpy import bool_ as bool  # noqa: E402,A001
+string = "string"
+
+__all__ = ["data", "nest", "plumber", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
            "compare", "Tensor",
            "Function", "Error", "AUTOTUNE"] + errors.__all__
 __version__ = "0.1.0"

@@ -55,7 +55,8 @@ def _convert(x, pin, device, non_blocking):
     if isinstance(x, dict):
         return {k: _convert(v, pin, device, non_blocking) for k, v in x.items()}
     if isinstance(x, tuple):
-        return tuple(_convert(v, pin, device, non_blocking) for v in x)
+        values = [_convert(v, pin, device, non_blocking) for v in x]
+        return type(x)(*values) if hasattr(type(x), "_fields") else tuple(values)
     return x  # strings: numpy object arrays / bytes
 
 

@@ -7,6 +7,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string_view>
 #include <utility>
 
 #include "sluice/status.h"
@@ -23,9 +24,16 @@ T ValueOrThrow(Result<T> r) {
   return std::move(r).value();
 }
 
+// The status for a Python exception raised in a user function (`what` names it): the
+// exception's class and message, its code when it is a sluice error (else
+// InvalidArgument), and the exception itself kept so the consumer sees it as __cause__.
+// Call with the GIL held.
+Status StatusFromPyError(pybind11::error_already_set& e, std::string_view what);
+
 // Area binders, called from PYBIND11_MODULE in module.cc (add one line there per area).
 void BindPlumber(pybind11::module_& m);  // python/src/plumber_bindings.cc
 void BindService(pybind11::module_& m);  // service_bindings.cc
+void BindData(pybind11::module_& m);  // data_bindings.cc: sluice.data helpers
 
 }  // namespace python
 }  // namespace sluice

@@ -923,6 +923,9 @@ auto NoGil(F&& f) {
 namespace sluice {
 namespace python {
 void ThrowIfError(const Status& s) { Check(s); }
+Status StatusFromPyError(py::error_already_set& e, std::string_view what) {
+  return StatusFromPythonError(e, what);
+}
 }  // namespace python
 }  // namespace sluice
 
@@ -1238,4 +1241,6 @@ PYBIND11_MODULE(_sluice, m) {
   }, "A serialized tf.train.Example of (key, 'int64'|'float'|'bytes', values) triples.");
   BindPlumber(m);
   sluice::python::BindService(m);
+
+  BindData(m);
 }

@@ -178,6 +178,34 @@ Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
 Dataset Dataset::Zip(std::vector<Dataset> datasets) {
   return FromOp("Zip", {}, std::move(datasets));
 }
+Dataset Dataset::TakeWhile(Function predicate) const {
+  int64_t seed = SeedFor(predicate);
+  return FromOp("TakeWhile", {{"seed", seed}}, {*this}, {std::move(predicate)});
+}
+Dataset Dataset::Unique() const { return FromOp("Unique", {}, {*this}); }
+Dataset Dataset::Random(std::optional<int64_t> seed, bool rerandomize_each_iteration) {
+  return FromOp("Random", {{"seed", SeedAttr(seed)},
+                           {"rerandomize_each_iteration", rerandomize_each_iteration}});
+}
+Dataset Dataset::ChooseFromDatasets(std::vector<Dataset> datasets, const Dataset& choice,
+                                    bool stop_on_empty_dataset) {
+  datasets.insert(datasets.begin(), choice);
+  return FromOp("ChooseFromDatasets", {{"stop_on_empty_dataset", stop_on_empty_dataset}},
+                std::move(datasets));
+}
+Dataset Dataset::SampleFromDatasets(std::vector<Dataset> datasets,
+                                    std::vector<double> weights,
+                                    std::optional<int64_t> seed,
+                                    bool stop_on_empty_dataset,
+                                    bool rerandomize_each_iteration) {
+  if (weights.empty()) weights.assign(datasets.size(), 1.0);
+  return FromOp("SampleFromDatasets",
+                {{"weights", std::move(weights)},
+                 {"seed", SeedAttr(seed)},
+                 {"stop_on_empty_dataset", stop_on_empty_dataset},
+                 {"rerandomize_each_iteration", rerandomize_each_iteration}},
+                std::move(datasets));
+}
 Dataset Dataset::Concatenate(const Dataset& other) const {
   return FromOp("Concatenate", {}, {*this, other});
 }

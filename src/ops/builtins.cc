@@ -13,10 +13,15 @@ void RegisterBuiltins(Registry* r) {
   RegisterFixedLengthRecordDataset(r);
   RegisterIdxDataset(r);
   RegisterImageFolderDataset(r);
+  RegisterRandomDataset(r);
 
   // Transformations.
   RegisterMapDataset(r);
   RegisterFilterDataset(r);
+  RegisterTakeWhileDataset(r);
+  RegisterUniqueDataset(r);
+  RegisterChooseFromDatasetsDataset(r);
+  RegisterSampleFromDatasetsDataset(r);
   RegisterInterleaveDataset(r);
   RegisterBatchDataset(r);
   RegisterPaddedBatchDataset(r);

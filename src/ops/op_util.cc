@@ -123,4 +123,29 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
   return Element(std::move(out), rows[0].names());
 }
 
+Result<ElementSpec> CommonSpec(const std::vector<const ElementSpec*>& specs,
+                               const std::string& op) {
+  if (specs.empty()) return InvalidArgumentError(op + ": needs at least one input");
+  for (const ElementSpec* s : specs) {
+    if (s->unknown) return ElementSpec::Unknown();
+  }
+  ElementSpec out = *specs[0];
+  for (size_t k = 1; k < specs.size(); ++k) {
+    const ElementSpec& b = *specs[k];
+    bool ok = b.size() == out.size() && (b.names == nullptr) == (out.names == nullptr) &&
+              (b.names == nullptr || *b.names == *out.names);
+    for (size_t i = 0; ok && i < b.size(); ++i) ok = b[i].dtype == out[i].dtype;
+    if (!ok) {
+      return InvalidArgumentError(op + ": input " + std::to_string(k) +
+                                  " has element spec " + b.ToString() + ", input 0 has " +
+                                  specs[0]->ToString() +
+                                  " (need the same components, dtypes and names)");
+    }
+    for (size_t i = 0; i < b.size(); ++i) {
+      out.components[i].shape = out[i].shape.MostSpecificCompatible(b[i].shape);
+    }
+  }
+  return out;
+}
+
 }  // namespace sluice

@@ -19,6 +19,13 @@ ElementSpec BatchedSpec(const ElementSpec& spec, int64_t batch);
 // The spec of one row of `spec` (drops dimension 0).
 ElementSpec UnbatchedSpec(const ElementSpec& spec);
 
+// The spec of elements drawn from inputs of specs `specs` (ChooseFromDatasets,
+// SampleFromDatasets): the same number of components, dtypes and names, each shape the
+// most specific one all inputs' shapes fit; unknown if any input's is. InvalidArgument
+// naming `op` and the first input that differs otherwise.
+Result<ElementSpec> CommonSpec(const std::vector<const ElementSpec*>& specs,
+                               const std::string& op);
+
 // What ElementError may quote of an element, taken before a function consumes it: handles
 // (no byte copies) of its first two scalar string components. Cheap: elements without
 // string scalars cost a look at each component's dtype.

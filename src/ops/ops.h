@@ -21,10 +21,15 @@ void RegisterTFRecordDataset(Registry* r);
 void RegisterFixedLengthRecordDataset(Registry* r);
 void RegisterIdxDataset(Registry* r);
 void RegisterImageFolderDataset(Registry* r);
+void RegisterRandomDataset(Registry* r);
 
 // Transformations (src/ops/transforms/).
 void RegisterMapDataset(Registry* r);
 void RegisterFilterDataset(Registry* r);
+void RegisterTakeWhileDataset(Registry* r);
+void RegisterUniqueDataset(Registry* r);
+void RegisterChooseFromDatasetsDataset(Registry* r);
+void RegisterSampleFromDatasetsDataset(Registry* r);
 void RegisterInterleaveDataset(Registry* r);  // Interleave and FlatMap
 void RegisterBatchDataset(Registry* r);
 void RegisterPaddedBatchDataset(Registry* r);

@@ -72,6 +72,11 @@ TEST(OpDefTest, EveryOpAndKernelHasMetadataAndACase) {
   EXPECT_TRUE(problems.empty()) << all;
 }
 
+// `ds`, or its first 16 elements when it is endless (a Random node alone).
+Dataset Bounded(const Dataset& ds) {
+  return ds.Cardinality() == kInfiniteCardinality ? ds.Take(16) : ds;
+}
+
 // The nodes of `root`'s graph whose op is `op`.
 void FindNodes(const DatasetPtr& root, std::string_view op, std::vector<DatasetPtr>* out) {
   if (root->op() == op) out->push_back(root);
@@ -125,7 +130,7 @@ TEST(OpDefTest, DeclaredOpDefaultsAreTheFactoriesDefaults) {
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_EQ((*a)->element_spec(), (*b)->element_spec());
     EXPECT_EQ((*a)->Cardinality(), (*b)->Cardinality());
-    ExpectSameElements(Collect(DatasetOf(*a)), Collect(DatasetOf(*b)));
+    ExpectSameElements(Collect(Bounded(DatasetOf(*a))), Collect(Bounded(DatasetOf(*b))));
   }
   EXPECT_GT(exercised, 30);
 }
@@ -178,7 +183,7 @@ TEST(OpDefTest, DeclaredKernelDefaultsAndTraitsAreTheKernels) {
     ASSERT_TRUE(a.ok()) << a.status();
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_EQ((*a)->element_spec(), (*b)->element_spec());
-    ExpectSameElements(Collect(DatasetOf(*a)), Collect(DatasetOf(*b)));
+    ExpectSameElements(Collect(Bounded(DatasetOf(*a))), Collect(Bounded(DatasetOf(*b))));
   }
   EXPECT_GT(rebuilt, 30);
 }

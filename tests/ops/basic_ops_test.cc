@@ -108,9 +108,21 @@ TEST(UnbatchTest, Conformance) {
   EXPECT_EQ(Dataset::Range(6).Batch(3, true).Unbatch().Cardinality(), 6);
   EXPECT_EQ(Dataset::Range(7).Batch(3).Unbatch().Cardinality(), kUnknownCardinality);
   CheckTransform([](Dataset in) { return in.Batch(2).Unbatch(); });
-  // Unbatching a scalar is an error, not a crash.
+  // Unbatching a scalar is an error, not a crash; with a known spec it is refused when
+  // the op is made (tf.data raises when unbatch() is called), as are known first
+  // dimensions that differ.
   auto r = Dataset::Range(3).Unbatch().Collect();
   EXPECT_FALSE(r.ok());
+  Dataset scalars = Dataset::Range(3).Unbatch();
+  EXPECT_EQ(scalars.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(scalars.status().message().find("scalar"), std::string::npos)
+      << scalars.status();
+  Dataset mixed = Dataset::FromTensors(Element{Tensor::FromVector<int64_t>({1, 2}),
+                                               Tensor::FromVector<int64_t>({1, 2, 3})})
+                      .Unbatch();
+  EXPECT_EQ(mixed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(mixed.status().message().find("first dimensions differ"), std::string::npos)
+      << mixed.status();
 }
 
 }  // namespace

@@ -158,6 +158,7 @@ TEST(PaddedBatchTest, ElementLargerThanPaddedShapeFailsAndMovesOn) {
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = (*it)->GetNext();  // holds [4, 4, 4, 4]
   ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kDataLoss);  // as tf.data
   EXPECT_NE(second.status().message().find("larger than the padded shape"),
             std::string::npos)
       << second.status();

@@ -131,6 +131,54 @@ TEST(WindowTest, MismatchedShapesFailAndMoveOn) {
   EXPECT_FALSE(end->has_value());
 }
 
+// tf.data counts a failed element as a position: the windows holding it fail, the
+// boundaries of the others do not move (and checkpoints keep the failed position).
+TEST(WindowTest, FailedElementKeepsItsPosition) {
+  auto run = [](Dataset ds) {
+    std::vector<std::string> out;
+    auto it = ds.MakeIterator();
+    EXPECT_TRUE(it.ok());
+    for (int i = 0; i < 20; ++i) {
+      auto e = (*it)->GetNext();
+      if (!e.ok()) {
+        EXPECT_NE(e.status().message().find("injected failure at 2"), std::string::npos)
+            << e.status();
+        out.push_back("E");
+        continue;
+      }
+      if (!e->has_value()) break;
+      std::string w;
+      const Tensor& t = (**e)[0];
+      for (int64_t j = 0; j < t.num_elements(); ++j) {
+        w += std::to_string(t.data<int64_t>()[j]);
+      }
+      out.push_back(w);
+    }
+    return out;
+  };
+  EXPECT_EQ(run(testing::FailingAt(8, 2).Window(3)),
+            (std::vector<std::string>{"E", "345", "67"}));
+  EXPECT_EQ(run(testing::FailingAt(6, 2).Window(2, 1)),
+            (std::vector<std::string>{"01", "E", "E", "34", "45", "5"}));
+  EXPECT_EQ(run(testing::FailingAt(7, 2).Window(2, 1, 2, true)),
+            (std::vector<std::string>{"E", "13", "E", "35", "46"}));
+  // Saved while the failed element is buffered, restored into a fresh iterator.
+  Dataset ds = testing::FailingAt(6, 2).Window(2, 1);
+  auto a = ds.MakeIterator();
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE((*a)->GetNext().ok());  // [0, 1]; the buffer now holds 1, failed 2
+  auto ckpt = (*a)->Save();
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  auto b = ds.MakeIterator();
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE((*b)->Restore(*ckpt).ok());
+  EXPECT_FALSE((*b)->GetNext().ok());  // [1, E]
+  EXPECT_FALSE((*b)->GetNext().ok());  // [E, 3]
+  auto next = (*b)->GetNext();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((**next)[0].data<int64_t>()[0], 3);
+}
+
 TEST(WindowTest, Transform) {
   CheckTransform([](Dataset in) { return in.Window(3); });
   CheckTransform([](Dataset in) { return in.Window(2, 1, 2, true); });

@@ -162,6 +162,27 @@ const std::map<std::string, Case>& OpCases() {
       {"Take", [](const Files&) { return Dataset::Range(10).Take(3); }},
       {"Skip", [](const Files&) { return Dataset::Range(10).Skip(7); }},
       {"Shard", [](const Files&) { return Dataset::Range(10).Shard(3, 1); }},
+      {"TakeWhile",
+       [](const Files&) {
+         return Dataset::Range(10).TakeWhile(
+             K("compare", {{"op", std::string("less")}, {"value", 4.0}}));
+       }},
+      {"Random", [](const Files&) { return Dataset::Random(7).Take(6); }},
+      {"Unique",
+       [](const Files& f) {
+         return Words(f).Unbatch().Concatenate(Words(f).Unbatch()).Unique();
+       }},
+      {"ChooseFromDatasets",
+       [](const Files&) {
+         Tensor choice = Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 0, 0});
+         return Dataset::ChooseFromDatasets({Dataset::Range(3), Dataset::Range(10, 14)},
+                                            Dataset::FromTensorSlices(Element{choice}));
+       }},
+      {"SampleFromDatasets",
+       [](const Files&) {
+         return Dataset::SampleFromDatasets({Dataset::Range(4), Dataset::Range(10, 14)},
+                                            {0.3, 0.7}, 5);
+       }},
       {"Zip",
        [](const Files&) {
          return Dataset::Zip({Dataset::Range(3), Dataset::Range(3).Map(K("cast", {{"dtype", DType::kInt8}}))});

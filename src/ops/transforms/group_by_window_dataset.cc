@@ -193,8 +193,10 @@ class GroupByWindowDataset : public DatasetNode {
         seed_(seed) {}
 
   // The reduce function decides how many elements each window yields.
+  // As tf.data: an endless input makes an endless op; else unknown (0 when empty).
   int64_t Cardinality() const override {
-    return input(0)->Cardinality() == 0 ? 0 : kUnknownCardinality;
+    const int64_t n = input(0)->Cardinality();
+    return n == 0 || n == kInfiniteCardinality ? n : kUnknownCardinality;
   }
 
   const Function& key_fn() const { return functions()[0]; }

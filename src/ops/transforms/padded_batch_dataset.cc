@@ -144,7 +144,8 @@ Result<Tensor> PaddedBatchDataset::PadComponent(const std::vector<Element>& rows
       if (target[d] > p) {
         for (const Element& row : rows) {
           if (row[c].dim(d) > p) {
-            return InvalidArgumentError(
+            // DataLoss, as tf.data (padded_batch_test.py::testPaddedBatchShortPadding).
+            return DataLossError(
                 comp + ": element of shape " + row[c].shape().ToString() +
                 " is larger than the padded shape " + padded->ToString());
           }

@@ -129,8 +129,10 @@ class ParallelInterleaveDataset : public DatasetNode {
         p_(p) {}
 
   // Like the sequential interleave: unknown unless the input is empty.
+  // As tf.data: an endless input makes an endless op; else unknown (0 when empty).
   int64_t Cardinality() const override {
-    return input(0)->Cardinality() == 0 ? 0 : kUnknownCardinality;
+    const int64_t n = input(0)->Cardinality();
+    return n == 0 || n == kInfiniteCardinality ? n : kUnknownCardinality;
   }
   const Function& fn() const { return functions()[0]; }
   int64_t cycle_length() const { return cycle_length_; }  // may be kAutotune

@@ -124,7 +124,27 @@ void RegisterUnbatchDataset(Registry* r) {
           .Inputs(1)
           .Traits({.seed_mix = SeedMix::kNone}),
       [](OpArgs args) -> Result<DatasetPtr> {
-     ElementSpec spec = UnbatchedSpec(args.inputs[0]->element_spec());
+     // As tf.data, a known spec is checked when the op is made: no scalar components,
+     // and one batch size (where the first dimensions are known).
+     const ElementSpec& in = args.inputs[0]->element_spec();
+     int64_t batch = -1;
+     for (size_t i = 0; !in.unknown && i < in.size(); ++i) {
+       const PartialShape& s = in[i].shape;
+       if (!s.rank_known()) continue;
+       if (s.rank() == 0) {
+         return InvalidArgumentError("Unbatch: component " + std::to_string(i) +
+                                     " is a scalar (element spec " + in.ToString() +
+                                     "); only batches can be unbatched");
+       }
+       const int64_t d = s.dim(0);
+       if (d >= 0 && batch >= 0 && d != batch) {
+         return InvalidArgumentError("Unbatch: the components' first dimensions "
+                                     "differ (" + std::to_string(batch) + " and " +
+                                     std::to_string(d) + " in " + in.ToString() + ")");
+       }
+       if (d >= 0) batch = d;
+     }
+     ElementSpec spec = UnbatchedSpec(in);
      return DatasetPtr(std::make_shared<UnbatchDataset>(std::move(args), std::move(spec)));
    });
 }

@@ -6,7 +6,9 @@
 // tf.data user gets from `window(...).flat_map(lambda w: w.batch(size))` (for one
 // component; zip the component windows for several). Which elements form which window is
 // exactly tf.data's: window i holds input elements i*shift + j*stride for j in [0, size)
-// that exist, and the partial windows at the end are emitted unless drop_remainder.
+// that exist, and the partial windows at the end are emitted unless drop_remainder. A
+// failed input element keeps its position, as in tf.data: each window it belongs to fails
+// with its error, and the other windows are unchanged.
 //
 // Memory: the buffered input elements (up to a window's span) are charged to the
 // pipeline's RAM budget as a held buffer (runtime/buffer_charge.h); a span that does not
@@ -70,6 +72,10 @@ class WindowIterator : public UnaryIterator {
   Result<std::optional<Element>> GetNextInternal() override {
     SLUICE_ASSIGN_OR_RETURN(bool has, Advance());
     if (!has) return std::nullopt;
+    if (!window_error_.ok()) {  // a member failed: the whole window does (tf.data)
+      window_.clear();
+      return window_error_;
+    }
     // The window's members are buffer_[0], buffer_[stride], ... (taken before the shift).
     const size_t k = window_[0].size();
     std::vector<Tensor> out;
@@ -116,7 +122,14 @@ class WindowIterator : public UnaryIterator {
     w->WriteInt(prefix(), "pending_skip", pending_skip_);
     w->WriteInt(prefix(), "buffered", static_cast<int64_t>(buffer_.size()));
     for (size_t i = 0; i < buffer_.size(); ++i) {
-      w->WriteElement(prefix(), "buffer_" + std::to_string(i), buffer_[i]);
+      const std::string key = "buffer_" + std::to_string(i);
+      if (!errors_[i].ok()) {  // a failed position: its error, no element
+        w->WriteInt(prefix(), key + "_error_code",
+                    static_cast<int64_t>(errors_[i].code()));
+        w->WriteString(prefix(), key + "_error", errors_[i].message());
+        continue;
+      }
+      w->WriteElement(prefix(), key, buffer_[i]);
     }
     return Status::OK();
   }
@@ -134,17 +147,31 @@ class WindowIterator : public UnaryIterator {
     ClearBuffer();
     failed_ = Status::OK();
     for (int64_t i = 0; i < n; ++i) {
-      SLUICE_ASSIGN_OR_RETURN(Element e,
-                              r.ReadElement(prefix(), "buffer_" + std::to_string(i)));
+      const std::string key = "buffer_" + std::to_string(i);
+      if (r.Contains(prefix(), key + "_error_code")) {
+        SLUICE_ASSIGN_OR_RETURN(int64_t code, r.ReadInt(prefix(), key + "_error_code"));
+        SLUICE_ASSIGN_OR_RETURN(std::string msg, r.ReadString(prefix(), key + "_error"));
+        if (code <= 0 || code > 16) {
+          return DataLossError("corrupt Window checkpoint: error code " +
+                               std::to_string(code));
+        }
+        buffer_.emplace_back();
+        errors_.push_back(Status(static_cast<StatusCode>(code), std::move(msg)));
+        continue;
+      }
+      SLUICE_ASSIGN_OR_RETURN(Element e, r.ReadElement(prefix(), key));
       SLUICE_RETURN_IF_ERROR(charge_.AddElement(e));
       buffer_.push_back(std::move(e));
+      errors_.emplace_back();
     }
     return Status::OK();
   }
 
  private:
   // Fills the buffer, takes the next window's members into window_ and shifts the buffer.
-  // False at the end. On an input error the elements read so far stay buffered.
+  // False at the end. A failed input element takes its position in the buffer (as in
+  // tf.data, so window boundaries stay where they are) and fails the windows it is a
+  // member of: window_error_ is then the first failed member's error.
   Result<bool> Advance() {
     if (!failed_.ok()) return failed_;
     // The previous shift went past the buffer: skip the rest in the input, one at a time
@@ -159,20 +186,27 @@ class WindowIterator : public UnaryIterator {
     const size_t span = static_cast<size_t>(ds_->span());
     while (buffer_.size() < span && !input_done_) {
       SLUICE_RETURN_IF_ERROR(CheckCancelled());
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
-      if (!e) {
+      Result<std::optional<Element>> e = input_->GetNext();
+      if (!e.ok()) {
+        if (e.status().code() == StatusCode::kCancelled) return e.status();
+        buffer_.emplace_back();
+        errors_.push_back(e.status());
+        continue;
+      }
+      if (!*e) {
         input_done_ = true;
         break;
       }
-      if (Status s = charge_.AddElement(*e); !s.ok()) {
+      if (Status s = charge_.AddElement(**e); !s.ok()) {
         failed_ = s;
         return s;
       }
-      buffer_.push_back(std::move(*e));
+      buffer_.push_back(std::move(**e));
+      errors_.emplace_back();
       const int64_t n = static_cast<int64_t>(buffer_.size());
       if (BatchMemoryCheckDue(n, ds_->span())) {
         SLUICE_RETURN_IF_ERROR(CheckBufferMemory(
-            "a window", ds_->span(), input_->node().Cardinality(), n, buffer_.front()));
+            "a window", ds_->span(), input_->node().Cardinality(), n, buffer_.back()));
       }
     }
     if (buffer_.empty() || (ds_->drop_remainder() && buffer_.size() < span)) {
@@ -182,12 +216,17 @@ class WindowIterator : public UnaryIterator {
       return false;
     }
     window_.clear();
+    window_error_ = Status::OK();
     const size_t stride = static_cast<size_t>(ds_->stride());
-    for (size_t i = 0; i < buffer_.size(); i += stride) window_.push_back(buffer_[i]);
+    for (size_t i = 0; i < buffer_.size(); i += stride) {
+      if (!errors_[i].ok() && window_error_.ok()) window_error_ = errors_[i];
+      window_.push_back(buffer_[i]);
+    }
     const size_t shift = static_cast<size_t>(ds_->shift());
     if (shift <= buffer_.size()) {
       for (size_t i = 0; i < shift; ++i) charge_.RemoveElement(buffer_[i]);
       buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(shift));
+      errors_.erase(errors_.begin(), errors_.begin() + static_cast<ptrdiff_t>(shift));
     } else {
       pending_skip_ = static_cast<int64_t>(shift - buffer_.size());
       ClearBuffer();
@@ -197,12 +236,15 @@ class WindowIterator : public UnaryIterator {
 
   void ClearBuffer() {
     buffer_.clear();
+    errors_.clear();
     charge_.Clear();
   }
 
   const WindowDataset* ds_;
   std::deque<Element> buffer_;  // the input elements from the next window's start on
+  std::deque<Status> errors_;   // per buffer_ entry: OK, or the error of a failed element
   std::vector<Element> window_;
+  Status window_error_;         // of the window in window_: its first failed member's
   int64_t pending_skip_ = 0;  // input elements to drop before the next window starts
   bool input_done_ = false;
   BufferCharge charge_;  // buffer_'s elements
