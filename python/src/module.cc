@@ -25,6 +25,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "api/builtins.h"
@@ -767,13 +768,46 @@ class SigintGuard {
 // ---------------------------------------------------------------------------------------
 // Iterator.
 
+class PyIterator;
+// Every PyIterator alive, so that the interpreter's exit can stop their pipelines first
+// (CloseAllAtExit). Changed and read with the GIL held.
+std::set<PyIterator*>& LiveIterators() {
+  static auto* live = new std::set<PyIterator*>();
+  return *live;
+}
+
 class PyIterator {
  public:
-  PyIterator(std::unique_ptr<Iterator> it, OutMode mode) : it_(std::move(it)), mode_(mode) {}
-  ~PyIterator() { Close(); }
+  PyIterator(std::unique_ptr<Iterator> it, OutMode mode) : it_(std::move(it)), mode_(mode) {
+    LiveIterators().insert(this);
+  }
+  ~PyIterator() {
+    LiveIterators().erase(this);
+    Close();
+  }
+
+  // Called by atexit, before the interpreter finalizes: a pipeline thread that runs a
+  // Python function after that point would be ended by pthread_exit in the middle of
+  // sluice's frames. An iterator in use by another (daemon) thread is cancelled, the
+  // others are closed (their threads joined).
+  static void CloseAllAtExit() {
+    const std::vector<PyIterator*> live(LiveIterators().begin(), LiveIterators().end());
+    for (PyIterator* it : live) {
+      if (it->busy_) {
+        it->Cancel();
+      } else {
+        it->Close();
+      }
+    }
+  }
 
   py::object Next() {
     if (!it_) throw py::stop_iteration();
+    busy_ = true;
+    struct Done {
+      bool* busy;
+      ~Done() { *busy = false; }
+    } done{&busy_};
     if (interrupted_) {
       ThrowStatus(CancelledError("sluice iterator: interrupted by Ctrl-C; make a new one"));
     }
@@ -848,6 +882,7 @@ class PyIterator {
   std::unique_ptr<Iterator> it_;
   OutMode mode_;
   bool interrupted_ = false;
+  bool busy_ = false;  // in Next (changed with the GIL held)
 };
 
 py::list SpecToPython(const ElementSpec& spec) {
@@ -941,6 +976,8 @@ PYBIND11_MODULE(_sluice, m) {
   // under the import's GIL, before any pipeline thread can need it.
   py::module_::import("numpy");
   (void)py::detail::npy_api::get();
+  py::module_::import("atexit").attr("register")(
+      py::cpp_function([] { PyIterator::CloseAllAtExit(); }));
   g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
   // What escapes a binding besides Python errors becomes a sluice error, not pybind11's

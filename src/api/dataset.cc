@@ -424,7 +424,7 @@ Result<std::unique_ptr<Iterator>> internal::IteratorAccess::Make(
     impl->instance = instance;
     impl->created_ns = MonotonicNs();
     return std::unique_ptr<Iterator>(new Iterator(std::move(impl)));
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     return StatusFromException("MakeIterator");
   }
 }
@@ -553,7 +553,7 @@ Result<std::optional<Element>> Iterator::GetNext() {
   }
   try {
     return impl_->root->GetNext();
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     return StatusFromException("GetNext");
   }
 }
@@ -568,7 +568,7 @@ Result<std::string> Iterator::Save() try {
   w.WriteString(kRootPrefix, "op", impl_->dataset->op());
   SLUICE_RETURN_IF_ERROR(impl_->root->Save(&w));
   return w.Serialize();
-} catch (...) {
+} SLUICE_RETHROW_FORCED_UNWIND catch (...) {
   return StatusFromException("Save");
 }
 
@@ -613,7 +613,7 @@ Status Iterator::Restore(std::string_view checkpoint) try {
   root.reset();  // the old tree, outside the lock: joining its threads may take a while
   impl_->instance = instance;
   return Status::OK();
-} catch (...) {
+} SLUICE_RETHROW_FORCED_UNWIND catch (...) {
   return StatusFromException("Restore");
 }
 

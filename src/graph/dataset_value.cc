@@ -89,7 +89,7 @@ Dataset internal::DatasetAccess::FromOp(std::string_view op, AttrMap attrs,
   Result<DatasetPtr> r = InternalError("unset");
   try {
     r = Registry::Global().CreateOp(op, std::move(args));
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     return Dataset(StatusFromException(op));
   }
   if (!r.ok()) return Dataset(r.status());

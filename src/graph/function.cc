@@ -171,7 +171,7 @@ Result<Element> Function::operator()(Element in, FunctionContext& ctx) const {
   Result<Element> r = InternalError("unset");
   try {
     r = impl_->fn(std::move(in), ctx);
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     r = StatusFromException("'" + impl_->name + "'");
   }
   if (!r.ok()) [[unlikely]] r = r.status().WithContext("in function '" + impl_->name + "'");
@@ -185,7 +185,7 @@ Status Function::Apply(Element* inout, FunctionContext& ctx) const {
   Result<Element> r = [&]() -> Result<Element> {
     try {
       return impl_->fn(std::move(*inout), ctx);
-    } catch (...) {
+    } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
       return StatusFromException("'" + impl_->name + "'");
     }
   }();
@@ -201,7 +201,7 @@ Result<bool> Function::Test(const Element& in, FunctionContext& ctx) const {
     Result<bool> r = InternalError("unset");
     try {
       r = impl_->pred(in, ctx);
-    } catch (...) {
+    } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
       r = StatusFromException("'" + impl_->name + "'");
     }
     if (!r.ok()) return r.status().WithContext("in predicate '" + impl_->name + "'");
@@ -225,7 +225,7 @@ Result<Dataset> Function::MakeDataset(Element in, FunctionContext& ctx) const {
   Result<Dataset> r = InternalError("unset");
   try {
     r = impl_->dfn(std::move(in), ctx);
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     r = StatusFromException("'" + impl_->name + "'");
   }
   if (!r.ok()) return r.status().WithContext("in function '" + impl_->name + "'");

@@ -22,8 +22,14 @@ void Registry::InstallGlobal(void (*fill)(Registry*)) {
   });
 }
 
+Status Registry::status() const {
+  MutexLock l(&mu_);
+  return status_;
+}
+
 void Registry::RegisterOp(OpDef def, OpFactory factory) {
   std::string name = def.name();
+  MutexLock l(&mu_);
   Status s = name.empty() ? InvalidArgumentError("an op is registered without a name")
              : ops_.count(name) || kernels_.count(name)
                  ? AlreadyExistsError("op '" + name + "' is already registered")
@@ -37,6 +43,7 @@ void Registry::RegisterOp(OpDef def, OpFactory factory) {
 
 void Registry::RegisterKernel(KernelDef def, KernelFactory factory) {
   std::string name = def.name();
+  MutexLock l(&mu_);
   Status s = name.empty() ? InvalidArgumentError("a kernel is registered without a name")
              : kernels_.count(name) || ops_.count(name)
                  ? AlreadyExistsError("kernel '" + name + "' is already registered")
@@ -67,12 +74,39 @@ Status Unknown(std::string_view what, std::string_view name, const Map& m) {
 }
 }  // namespace
 
-Result<DatasetPtr> Registry::CreateOp(std::string_view name, OpArgs args) const {
-  SLUICE_RETURN_IF_ERROR(status_);
+const Registry::OpEntry* Registry::FindOpEntry(std::string_view name,
+                                                Status* error) const {
+  MutexLock l(&mu_);
+  *error = status_;
+  if (!error->ok()) return nullptr;
   auto it = ops_.find(name);
-  if (it == ops_.end()) return Unknown("op", name, ops_);
-  SLUICE_RETURN_IF_ERROR(it->second.def.Validate(args));
-  auto r = it->second.factory(std::move(args));
+  if (it == ops_.end()) {
+    *error = Unknown("op", name, ops_);
+    return nullptr;
+  }
+  return &it->second;
+}
+
+const Registry::KernelEntry* Registry::FindKernelEntry(std::string_view name,
+                                                        Status* error) const {
+  MutexLock l(&mu_);
+  *error = status_;
+  if (!error->ok()) return nullptr;
+  auto it = kernels_.find(name);
+  if (it == kernels_.end()) {
+    *error = Unknown("kernel", name, kernels_);
+    return nullptr;
+  }
+  return &it->second;
+}
+
+// The factories run without the lock: they may build other nodes through the registry.
+Result<DatasetPtr> Registry::CreateOp(std::string_view name, OpArgs args) const {
+  Status error;
+  const OpEntry* e = FindOpEntry(name, &error);
+  if (e == nullptr) return error;
+  SLUICE_RETURN_IF_ERROR(e->def.Validate(args));
+  auto r = e->factory(std::move(args));
   if (!r.ok()) {
     if (r.status().message().rfind(std::string(name), 0) == 0) return r.status();
     return r.status().WithContext(std::string(name));
@@ -81,32 +115,36 @@ Result<DatasetPtr> Registry::CreateOp(std::string_view name, OpArgs args) const 
 }
 
 Result<Function> Registry::CreateKernel(std::string_view name, const AttrMap& attrs) const {
-  SLUICE_RETURN_IF_ERROR(status_);
-  auto it = kernels_.find(name);
-  if (it == kernels_.end()) return Unknown("kernel", name, kernels_);
-  SLUICE_RETURN_IF_ERROR(it->second.def.Validate(attrs));
-  auto r = it->second.factory(attrs);
+  Status error;
+  const KernelEntry* e = FindKernelEntry(name, &error);
+  if (e == nullptr) return error;
+  SLUICE_RETURN_IF_ERROR(e->def.Validate(attrs));
+  auto r = e->factory(attrs);
   if (!r.ok()) return r.status().WithContext("kernel " + std::string(name));
   return r;
 }
 
 const OpDef* Registry::FindOp(std::string_view name) const {
+  MutexLock l(&mu_);
   auto it = ops_.find(name);
   return it == ops_.end() ? nullptr : &it->second.def;
 }
 
 const KernelDef* Registry::FindKernel(std::string_view name) const {
+  MutexLock l(&mu_);
   auto it = kernels_.find(name);
   return it == kernels_.end() ? nullptr : &it->second.def;
 }
 
 std::vector<std::string> Registry::OpNames() const {
+  MutexLock l(&mu_);
   std::vector<std::string> v;
   for (const auto& [k, f] : ops_) v.push_back(k);
   return v;
 }
 
 std::vector<std::string> Registry::KernelNames() const {
+  MutexLock l(&mu_);
   std::vector<std::string> v;
   for (const auto& [k, f] : kernels_) v.push_back(k);
   return v;

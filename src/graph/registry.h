@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "graph/dataset_node.h"
 #include "graph/function_internal.h"
 #include "graph/op_def.h"
@@ -48,11 +49,12 @@ class Registry {
   // at once (after the first has finished). A registration error is reported on stderr.
   static void InstallGlobal(void (*fill)(Registry*));
 
-  // A taken name (AlreadyExists) or an empty one is remembered in status().
+  // A taken name (AlreadyExists) or an empty one is remembered in status(). Thread-safe:
+  // registering and looking up may run concurrently.
   void RegisterOp(OpDef def, OpFactory factory);
   void RegisterKernel(KernelDef def, KernelFactory factory);
   // OK, or the first registration error.
-  const Status& status() const { return status_; }
+  Status status() const;
 
   // NotFound (naming the closest name) when unknown; InvalidArgument when the parts do
   // not match the definition; otherwise the factory's result.
@@ -75,9 +77,16 @@ class Registry {
     KernelDef def;
     KernelFactory factory;
   };
-  std::map<std::string, OpEntry, std::less<>> ops_;
-  std::map<std::string, KernelEntry, std::less<>> kernels_;
-  Status status_;
+  const OpEntry* FindOpEntry(std::string_view name, Status* error) const;
+  const KernelEntry* FindKernelEntry(std::string_view name, Status* error) const;
+
+  // Registration may happen while other threads look ops up (a system above the API,
+  // such as the service, registers its ops on first use). Entries are never changed or
+  // removed once added, so a definition found under the lock stays valid after it.
+  mutable Mutex mu_;
+  std::map<std::string, OpEntry, std::less<>> ops_ GUARDED_BY(mu_);
+  std::map<std::string, KernelEntry, std::less<>> kernels_ GUARDED_BY(mu_);
+  Status status_ GUARDED_BY(mu_);
 };
 
 // The definition of a node's op in the global registry, or null for an op that is not

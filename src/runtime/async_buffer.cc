@@ -17,7 +17,7 @@ template <typename F>
 Result<std::optional<Element>> FinishSafely(F&& f) {
   try {
     return f();
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     return StatusFromException("pipeline thread");
   }
 }
@@ -286,7 +286,7 @@ void AsyncBufferIterator::RunPart(Part p) {
   Status st;
   try {
     st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     st = StatusFromException(node().op());
   }
   if (!st.ok()) {

@@ -4,12 +4,24 @@
 #ifndef SLUICE_RUNTIME_EXCEPTION_STATUS_H_
 #define SLUICE_RUNTIME_EXCEPTION_STATUS_H_
 
+#include <cxxabi.h>
+
 #include <exception>
 #include <new>
 #include <string>
 #include <string_view>
 
 #include "sluice/status.h"
+
+// Thread cancellation unwinds the stack with abi::__forced_unwind: pthread_exit, which
+// Python calls on a thread that asks for the GIL while the interpreter is finalizing (a
+// pipeline thread running a Python function when the program exits). Swallowing it
+// aborts the process ("FATAL: exception not rethrown"), so every catch-all in sluice
+// rethrows it first:   try { ... } SLUICE_RETHROW_FORCED_UNWIND catch (...) { ... }
+#define SLUICE_RETHROW_FORCED_UNWIND \
+  catch (abi::__forced_unwind&) {    \
+    throw;                           \
+  }
 
 namespace sluice {
 
@@ -24,7 +36,7 @@ inline Status StatusFromException(std::string_view what) {
     return ResourceExhaustedError(where + "out of memory");
   } catch (const std::exception& e) {
     return InternalError(where + "uncaught exception: " + e.what());
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     return InternalError(where + "uncaught exception");
   }
 }

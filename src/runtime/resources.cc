@@ -1,4 +1,5 @@
 #include "runtime/resources.h"
+#include "runtime/exception_status.h"
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -45,7 +46,7 @@ int64_t ParseInt(const std::string& s) {
   if (s.empty() || s == "max") return 0;
   try {
     return std::stoll(s);
-  } catch (...) {
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     return 0;
   }
 }

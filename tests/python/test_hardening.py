@@ -149,3 +149,45 @@ def test_out_of_range_integer_default_is_an_error():
     with pytest.raises(ValueError, match="300 is out of range for dtype uint8"):
         _checked_array([300, -1], np.uint8)
     assert _checked_array([0, 255], np.uint8).tolist() == [0, 255]
+
+
+# ---- exiting with a pipeline still running Python functions ----
+
+# When the interpreter finalizes, a pipeline thread that asks for the GIL is ended with
+# pthread_exit, whose unwinding must pass through sluice's catch-alls: swallowing it
+# aborted the process ("FATAL: exception not rethrown").
+EXIT_CASES = {
+    "after_an_error": """
+        import sluice
+        from sluice.data import Dataset
+        def f(x):
+            if x == 3:
+                raise ValueError("bad element")
+            return x
+        it = iter(Dataset.range(10**9).map(f, num_parallel_calls=2).prefetch(8))
+        try:
+            for _ in range(10):
+                next(it)
+        except ValueError:
+            print("caught")
+        """,
+    "while_busy": """
+        import time, sluice
+        from sluice.data import Dataset
+        def slow(x):
+            time.sleep(0.001)
+            return x
+        it = iter(Dataset.range(10**9).map(slow, num_parallel_calls=2).prefetch(16))
+        next(it)
+        print("caught")
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXIT_CASES))
+def test_exit_with_live_python_pipeline_threads(case):
+    for _ in range(3):  # the race with finalization is not hit every time
+        rc, out, err = run_script(EXIT_CASES[case])
+        assert "FATAL" not in err, err
+        assert rc == 0, (rc, err[-2000:])
+        assert "caught" in out
