@@ -19,6 +19,7 @@ namespace sluice {
 struct Span {
   int64_t node_id = -1;      // IteratorStats::node_id of the iterator
   std::string_view prefix;   // the iterator's place in the tree (valid during Record only)
+  std::string_view op;       // the iterator's op name, e.g. "Map" (valid during Record only)
   int64_t index = 0;         // the call's position: elements produced before it
   int64_t start_ns = 0;      // CLOCK_MONOTONIC
   int64_t end_ns = 0;
@@ -30,7 +31,16 @@ class SpanRecorder {
  public:
   virtual ~SpanRecorder() = default;
   virtual void Record(const Span& span) = 0;
+  // Called on the same thread just before the GetNext whose span Record then reports, so
+  // a recorder can read per-thread counters at operator boundaries (calls nest like the
+  // spans). Default: nothing.
+  virtual void Begin() {}
 };
+
+// The recorder attached to iterators whose options name none (null: none). Set by a
+// global profiler session (include/sluice/profiler.h); read when an iterator is made.
+SpanRecorder* GlobalSpanRecorder();
+void SetGlobalSpanRecorder(SpanRecorder* recorder);
 
 }  // namespace sluice
 
