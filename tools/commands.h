@@ -18,6 +18,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddSpecCommand(CLI::App& app, int* exit_code);
 // sluice ops [NAME] [--json|--markdown] [--all] (tools/ops_command.cc)
 void AddOpsCommand(CLI::App& app, int* exit_code);
+// sluice profile spec.json --trace out.json ... (tools/profile_command.cc)
+void AddProfileCommand(CLI::App& app, int* exit_code);
 
 }  // namespace sluice
 

@@ -295,6 +295,7 @@ int main(int argc, char** argv) {
   sluice::AddBenchCommand(app, &exit_code);
   sluice::AddSpecCommand(app, &exit_code);
   sluice::AddOpsCommand(app, &exit_code);
+  sluice::AddProfileCommand(app, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return sluice::RunDemo(dir, imagenet_dir, batch_size, epochs, json);

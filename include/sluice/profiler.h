@@ -82,8 +82,8 @@ struct Distribution {
 struct OperatorSummary {
   std::string prefix;  // "Root/Prefetch[0]/Map[0]"
   std::string op;      // "Map"
-  Distribution self;   // own time per call: the span minus its inputs' spans on its thread
-  Distribution total;  // whole span per call
+  Distribution self;  // own time per call: the span minus its inputs' spans on its thread
+  Distribution total;            // whole span per call
   double share_of_time = 0;      // self time / all operators' self time
   double share_under_100us = 0;  // of calls (self time)
   double share_under_10ms = 0;
@@ -95,15 +95,15 @@ struct OperatorSummary {
 
 struct BatchSummary {
   int64_t count = 0;
-  Distribution wait;        // taken - asked
-  Distribution delay;       // taken - ready
-  Distribution produce;     // ready - production start
-  int64_t out_of_order = 0; // batches taken in a different order than they became ready
+  Distribution wait;         // taken - asked
+  Distribution delay;        // taken - ready
+  Distribution produce;      // ready - production start
+  int64_t out_of_order = 0;  // batches taken in a different order than they became ready
 };
 
 struct Summary {
-  double wall_ns = 0;     // first to last event
-  int64_t events = 0;     // events recorded
+  double wall_ns = 0;  // first to last event
+  int64_t events = 0;  // events recorded
   int64_t event_bytes = 0;
   int64_t threads = 0;
   std::vector<OperatorSummary> operators;  // by self time, largest first

@@ -32,10 +32,11 @@ from . import data
 from . import image
 from . import text
 from . import io
+from . import profiler
 
 AUTOTUNE = data.AUTOTUNE
 
-__all__ = ["data", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
+__all__ = ["data", "image", "text", "io", "profiler", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
            "compare", "Tensor",
            "Function", "Error", "AUTOTUNE"] + errors.__all__
 __version__ = "0.1.0"

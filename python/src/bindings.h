@@ -24,6 +24,7 @@ T ValueOrThrow(Result<T> r) {
 }
 
 // Area binders, called from PYBIND11_MODULE in module.cc (add one line there per area).
+void BindProfiler(pybind11::module_& m);  // python/src/profiler_bindings.cc
 
 }  // namespace python
 }  // namespace sluice

@@ -1236,5 +1236,6 @@ PYBIND11_MODULE(_sluice, m) {
     }
     return py::bytes(b.Serialize());
   }, "A serialized tf.train.Example of (key, 'int64'|'float'|'bytes', values) triples.");
+  BindProfiler(m);
 }
 

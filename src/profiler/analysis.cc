@@ -43,7 +43,8 @@ void ComputeSelfTimes(std::vector<SpanRecord>* spans) {
     s.self_ns = s.end_ns - s.start_ns;
     while (!stack.empty()) {
       const SpanRecord& top = (*spans)[stack.back()];
-      if (top.thread == s.thread && s.start_ns >= top.start_ns && s.end_ns <= top.end_ns) {
+      if (top.thread == s.thread && s.start_ns >= top.start_ns &&
+          s.end_ns <= top.end_ns) {
         break;
       }
       stack.pop_back();
@@ -76,7 +77,8 @@ Analysis Analyze(EventLog log) {
   };
   std::map<int64_t, std::vector<Side>> consumed, produced, input_sides;
   bool prefetch_root = false;
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  int64_t lo = std::numeric_limits<int64_t>::max(),
+          hi = std::numeric_limits<int64_t>::min();
   // Only a prefetching root hands over batches its input made on another thread, one per
   // element; under any other root the root's own span is the batch's production too.
   auto is_prefetch = [&a](int32_t name) {
@@ -86,7 +88,8 @@ Analysis Analyze(EventLog log) {
   for (const LoadedEvent& le : a.log.events) {
     const Event& e = le.e;
     if (e.kind == EventKind::kCounter) {
-      if (e.name >= 0 && static_cast<size_t>(e.name) < num_names && e.aux < kNumCounters) {
+      if (e.name >= 0 && static_cast<size_t>(e.name) < num_names &&
+          e.aux < kNumCounters) {
         counters[e.name][kCounterNames[e.aux]] += static_cast<double>(e.end_ns);
       }
       continue;
@@ -106,8 +109,10 @@ Analysis Analyze(EventLog log) {
     a.spans.push_back({le.thread, e.name, e.index, e.start_ns, e.end_ns, 0, e.flags});
     if ((e.flags & kFlagRoot) && ok) {
       consumed[e.index].push_back({e.start_ns, e.end_ns, le.thread});
-      if (!is_prefetch(e.name)) produced[e.index].push_back({e.start_ns, e.end_ns, le.thread});
-      else prefetch_root = true;
+      if (!is_prefetch(e.name))
+        produced[e.index].push_back({e.start_ns, e.end_ns, le.thread});
+      else
+        prefetch_root = true;
     }
     if ((e.flags & kFlagRootInput) && ok) {
       input_sides[e.index].push_back({e.start_ns, e.end_ns, le.thread});
@@ -119,7 +124,8 @@ Analysis Analyze(EventLog log) {
   }
   ComputeSelfTimes(&a.spans);
   if (prefetch_root) {
-    for (auto& [k, v] : input_sides) produced[k].insert(produced[k].end(), v.begin(), v.end());
+    for (auto& [k, v] : input_sides)
+      produced[k].insert(produced[k].end(), v.begin(), v.end());
   }
 
   // Per operator.
@@ -187,11 +193,12 @@ Analysis Analyze(EventLog log) {
     }
   }
   // Out of order: ready before some batch of a lower index (within one run of indexes).
-  std::sort(a.batches.begin(), a.batches.end(), [](const BatchRecord& x, const BatchRecord& y) {
-    const int64_t tx = x.ready_ns >= 0 ? x.ready_ns : x.taken_ns;
-    const int64_t ty = y.ready_ns >= 0 ? y.ready_ns : y.taken_ns;
-    return x.index != y.index ? x.index < y.index : tx < ty;
-  });
+  std::sort(a.batches.begin(), a.batches.end(),
+            [](const BatchRecord& x, const BatchRecord& y) {
+              const int64_t tx = x.ready_ns >= 0 ? x.ready_ns : x.taken_ns;
+              const int64_t ty = y.ready_ns >= 0 ? y.ready_ns : y.taken_ns;
+              return x.index != y.index ? x.index < y.index : tx < ty;
+            });
   std::vector<double> wait, delay, produce;
   int64_t max_ready_before = std::numeric_limits<int64_t>::min();
   int64_t prev_index = std::numeric_limits<int64_t>::min();

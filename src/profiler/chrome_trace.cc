@@ -56,14 +56,13 @@ Status WriteChromeTrace(const Analysis& a, const std::string& path) {
   for (const SpanRecord& s : a.spans) {
     const ThreadInfo& t = thread(s.thread);
     const NameInfo* n = s.name >= 0 ? &log.names[s.name] : nullptr;
-    std::string j = "{\"ph\":\"X\",\"cat\":\"op\",\"name\":\"" +
-                    Escape(n != nullptr ? n->op : "?") + "\",\"pid\":" +
-                    std::to_string(t.pid) + ",\"tid\":" + std::to_string(t.tid) +
-                    ",\"ts\":" + Us(rel(s.start_ns)) +
-                    ",\"dur\":" + Us(s.end_ns - s.start_ns) + ",\"args\":{\"prefix\":\"" +
-                    Escape(n != nullptr ? n->prefix : "") +
-                    "\",\"index\":" + std::to_string(s.index) +
-                    ",\"self_us\":" + Us(s.self_ns) + "}}";
+    std::string j =
+        "{\"ph\":\"X\",\"cat\":\"op\",\"name\":\"" + Escape(n != nullptr ? n->op : "?") +
+        "\",\"pid\":" + std::to_string(t.pid) + ",\"tid\":" + std::to_string(t.tid) +
+        ",\"ts\":" + Us(rel(s.start_ns)) + ",\"dur\":" + Us(s.end_ns - s.start_ns) +
+        ",\"args\":{\"prefix\":\"" + Escape(n != nullptr ? n->prefix : "") +
+        "\",\"index\":" + std::to_string(s.index) + ",\"self_us\":" + Us(s.self_ns) +
+        "}}";
     outs.push_back({t.pid, t.tid, rel(s.start_ns), 0, std::move(j)});
   }
   // Explicit batch events (sluice.profiler.torch) become slices of their own.
@@ -71,13 +70,14 @@ Status WriteChromeTrace(const Analysis& a, const std::string& path) {
     const Event& e = le.e;
     if (e.kind != EventKind::kAsked && e.kind != EventKind::kReady) continue;
     const ThreadInfo& t = thread(le.thread);
-    const std::string name = (e.kind == EventKind::kAsked ? "wait for batch " : "batch ") +
-                             std::to_string(e.index);
-    std::string j = "{\"ph\":\"X\",\"cat\":\"batch\",\"name\":\"" + name +
-                    "\",\"pid\":" + std::to_string(t.pid) + ",\"tid\":" +
-                    std::to_string(t.tid) + ",\"ts\":" + Us(rel(e.start_ns)) +
-                    ",\"dur\":" + Us(e.end_ns - e.start_ns) +
-                    ",\"args\":{\"batch\":" + std::to_string(e.index) + "}}";
+    const std::string name =
+        (e.kind == EventKind::kAsked ? "wait for batch " : "batch ") +
+        std::to_string(e.index);
+    std::string j =
+        "{\"ph\":\"X\",\"cat\":\"batch\",\"name\":\"" + name +
+        "\",\"pid\":" + std::to_string(t.pid) + ",\"tid\":" + std::to_string(t.tid) +
+        ",\"ts\":" + Us(rel(e.start_ns)) + ",\"dur\":" + Us(e.end_ns - e.start_ns) +
+        ",\"args\":{\"batch\":" + std::to_string(e.index) + "}}";
     outs.push_back({t.pid, t.tid, rel(e.start_ns), 0, std::move(j)});
   }
   // Flows: inside the production slice just before it ends, into the consumer's slice
@@ -91,15 +91,16 @@ Status WriteChromeTrace(const Analysis& a, const std::string& path) {
     const int64_t s_ts = std::max(rel(b.ready_ns) - 1, rel(b.produce_start_ns));
     const int64_t f_ts = std::max(rel(b.taken_ns) - 1, rel(b.asked_ns));
     const std::string common = "\"cat\":\"batch\",\"name\":\"batch " +
-                               std::to_string(b.index) + "\",\"id\":" +
-                               std::to_string(flow_id);
+                               std::to_string(b.index) +
+                               "\",\"id\":" + std::to_string(flow_id);
     outs.push_back({p.pid, p.tid, s_ts, 1,
                     "{\"ph\":\"s\"," + common + ",\"pid\":" + std::to_string(p.pid) +
-                        ",\"tid\":" + std::to_string(p.tid) + ",\"ts\":" + Us(s_ts) + "}"});
-    outs.push_back({c.pid, c.tid, f_ts, 1,
-                    "{\"ph\":\"f\",\"bp\":\"e\"," + common + ",\"pid\":" +
-                        std::to_string(c.pid) + ",\"tid\":" + std::to_string(c.tid) +
-                        ",\"ts\":" + Us(f_ts) + "}"});
+                        ",\"tid\":" + std::to_string(p.tid) + ",\"ts\":" + Us(s_ts) +
+                        "}"});
+    outs.push_back(
+        {c.pid, c.tid, f_ts, 1,
+         "{\"ph\":\"f\",\"bp\":\"e\"," + common + ",\"pid\":" + std::to_string(c.pid) +
+             ",\"tid\":" + std::to_string(c.tid) + ",\"ts\":" + Us(f_ts) + "}"});
     const int64_t wait = b.taken_ns - b.asked_ns;
     const int64_t delay = std::max<int64_t>(b.taken_ns - b.ready_ns, 0);
     outs.push_back({c.pid, c.tid, rel(b.taken_ns), 2,
@@ -131,14 +132,16 @@ Status WriteChromeTrace(const Analysis& a, const std::string& path) {
                         ",\"args\":{\"value\":" + std::to_string(v) + "}}"});
   }
   std::stable_sort(outs.begin(), outs.end(), [](const Out& x, const Out& y) {
-    return std::tie(x.pid, x.tid, x.ts_ns, x.order) < std::tie(y.pid, y.tid, y.ts_ns, y.order);
+    return std::tie(x.pid, x.tid, x.ts_ns, x.order) <
+           std::tie(y.pid, y.tid, y.ts_ns, y.order);
   });
 
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return ErrnoToStatus(errno, "profiler: cannot create trace", path);
-  std::fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"sluice profiler\"},"
-             "\"traceEvents\":[\n",
-             f);
+  std::fputs(
+      "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"sluice profiler\"},"
+      "\"traceEvents\":[\n",
+      f);
   bool first = true;
   auto put = [&](const std::string& j) {
     if (!first) std::fputs(",\n", f);

@@ -71,8 +71,10 @@ ThreadCounters::~ThreadCounters() {
 Status ThreadCounters::Open() {
   sw_fd_ = OpenGroup(0, kNumSoftwareCounters, sw_ids_, &sw_n_, fds_, &nfds_);
   if (sw_fd_ < 0) {
-    return ErrnoToStatus(errno, "profiler: perf_event_open of software counters failed "
-                                "(see /proc/sys/kernel/perf_event_paranoid)", "");
+    return ErrnoToStatus(errno,
+                         "profiler: perf_event_open of software counters failed "
+                         "(see /proc/sys/kernel/perf_event_paranoid)",
+                         "");
   }
   hw_fd_ = OpenGroup(kNumSoftwareCounters, kNumCounters, hw_ids_, &hw_n_, fds_, &nfds_);
   return Status::OK();
@@ -91,8 +93,9 @@ const std::string& ThreadCounters::HardwareUnavailableReason() {
       close(fd);
       return std::string();
     }
-    return std::string("hardware counters unavailable on this machine (perf_event_open "
-                       "of cpu cycles: ") +
+    return std::string(
+               "hardware counters unavailable on this machine (perf_event_open "
+               "of cpu cycles: ") +
            std::strerror(errno) + "); software counters only";
   }();
   return reason;

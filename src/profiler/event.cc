@@ -48,7 +48,8 @@ EventFileWriter::~EventFileWriter() {
 Status EventFileWriter::Open(const std::string& path) {
   path_ = path;
   f_ = std::fopen(path.c_str(), "wb");
-  if (f_ == nullptr) return ErrnoToStatus(errno, "profiler: cannot create event file", path);
+  if (f_ == nullptr)
+    return ErrnoToStatus(errno, "profiler: cannot create event file", path);
   Put(kMagic, kMagicLen);
   return Status::OK();
 }
@@ -100,7 +101,8 @@ Status EventFileWriter::Close() {
   const bool bad = std::ferror(f_) != 0;
   const int rc = std::fclose(f_);
   f_ = nullptr;
-  if (bad || rc != 0) return ErrnoToStatus(errno, "profiler: cannot write event file", path_);
+  if (bad || rc != 0)
+    return ErrnoToStatus(errno, "profiler: cannot write event file", path_);
   return Status::OK();
 }
 
@@ -130,7 +132,8 @@ Status ReadEventFile(const std::string& path, EventLog* log) {
     threads[{log->threads[i].pid, log->threads[i].tid}] = static_cast<int32_t>(i);
   }
   auto thread_index = [&](uint32_t pid, uint32_t tid) {
-    auto [it, fresh] = threads.try_emplace({pid, tid}, static_cast<int32_t>(log->threads.size()));
+    auto [it, fresh] =
+        threads.try_emplace({pid, tid}, static_cast<int32_t>(log->threads.size()));
     if (fresh) log->threads.push_back({pid, tid, ""});
     return it->second;
   };

@@ -19,17 +19,18 @@
 namespace sluice::profiler {
 
 enum class EventKind : uint8_t {
-  kSpan = 1,     // one GetNext (or one transform call): start_ns..end_ns of element `index`
-  kCounter = 2,  // counter `aux` (CounterId) over the own time of a span of `name`, `index`
-                 // ending at start_ns; end_ns holds the value
-  kAsked = 3,    // the consumer asked for a batch (start_ns) and took batch `index` (end_ns)
-  kReady = 4,    // batch `index` was produced start_ns..end_ns (ready at end_ns)
+  kSpan = 1,  // one GetNext (or one transform call): start_ns..end_ns of element `index`
+  kCounter = 2,  // counter `aux` (CounterId) over the own time of a span of `name`,
+                 // `index` ending at start_ns; end_ns holds the value
+  kAsked =
+      3,  // the consumer asked for a batch (start_ns) and took batch `index` (end_ns)
+  kReady = 4,  // batch `index` was produced start_ns..end_ns (ready at end_ns)
 };
 
 // Span flags.
 inline constexpr uint8_t kFlagProduced = 1;
 inline constexpr uint8_t kFlagError = 2;
-inline constexpr uint8_t kFlagRoot = 4;       // the root iterator: consumer side of a batch
+inline constexpr uint8_t kFlagRoot = 4;  // the root iterator: consumer side of a batch
 inline constexpr uint8_t kFlagRootInput = 8;  // the root's first input: production side
 
 struct Event {
@@ -39,15 +40,16 @@ struct Event {
   int32_t name;      // id of an 'N' record (operator), -1 for none
   EventKind kind;
   uint8_t flags;
-  uint16_t aux;      // kCounter: CounterId
+  uint16_t aux;  // kCounter: CounterId
 };
 static_assert(sizeof(Event) == 32, "events are stored in 32 bytes");
 
 // Counters the profiler knows, in CounterId order (names used in summaries).
 inline constexpr const char* kCounterNames[] = {
-    "task_clock_ns", "page_faults", "context_switches", "cpu_migrations",
-    "cycles",        "instructions", "cache_misses",    "branch_misses",
-    "stalled_cycles_frontend", "stalled_cycles_backend"};
+    "task_clock_ns",         "page_faults",   "context_switches",
+    "cpu_migrations",        "cycles",        "instructions",
+    "cache_misses",          "branch_misses", "stalled_cycles_frontend",
+    "stalled_cycles_backend"};
 inline constexpr int kNumCounters = 10;
 inline constexpr int kNumSoftwareCounters = 4;
 
@@ -61,6 +63,8 @@ class EventFileWriter {
   void Events(uint32_t tid, uint32_t pid, const Event* events, uint32_t count);
   void Note(const std::string& text);
   Status Close();
+  // Forgets the file without flushing or closing it (a forked child's copy).
+  void Abandon() { f_ = nullptr; }
   int64_t bytes() const { return bytes_; }
 
  private:

@@ -62,9 +62,14 @@ uint8_t ClassifyPrefix(std::string_view prefix) {
 }  // namespace
 
 Recorder::Recorder(const RecorderOptions& options)
-    : options_(options), generation_(next_generation.fetch_add(1)) {}
+    : options_(options), generation_(next_generation.fetch_add(1)), pid_(getpid()) {}
 
 Recorder::~Recorder() {
+  if (getpid() != pid_) {  // inherited through fork: nothing here is ours to stop
+    (void)drain_.release();
+    writer_.Abandon();
+    return;
+  }
   (void)Stop();
   for (auto& tb : threads_) delete tb->current;
   Chunk* c = full_.exchange(nullptr);
@@ -82,7 +87,7 @@ Status Recorder::Start(const std::string& events_path) {
     if (!hw_note_.empty()) writer_.Note(hw_note_);
   }
   active_.store(true);
-  drain_ = std::thread([this] { DrainLoop(); });
+  drain_ = std::make_unique<std::thread>([this] { DrainLoop(); });
   return Status::OK();
 }
 
@@ -205,12 +210,12 @@ void Recorder::Record(const Span& span) {
     node.flags = ClassifyPrefix(span.prefix);
     node.id = InternName(std::string(span.op), node.prefix);
   }
-  const bool keep = node.flags != 0 || options_.sampling == Sampling::kAll ||
-                    (options_.sampling == Sampling::kOneInN &&
-                     span.index % options_.sample_every == 0);
+  const bool keep =
+      node.flags != 0 || options_.sampling == Sampling::kAll ||
+      (options_.sampling == Sampling::kOneInN && span.index % options_.sample_every == 0);
   if (keep) {
-    const uint8_t flags = node.flags | (span.produced ? kFlagProduced : 0) |
-                          (span.error ? kFlagError : 0);
+    const uint8_t flags =
+        node.flags | (span.produced ? kFlagProduced : 0) | (span.error ? kFlagError : 0);
     Append(Event{span.start_ns, span.end_ns, span.index, node.id, EventKind::kSpan, flags,
                  0});
   }
@@ -249,13 +254,13 @@ void Recorder::DrainLoop() {
 Status Recorder::Stop() {
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (stopped_ || !drain_.joinable()) return Status::OK();
+    if (stopped_ || drain_ == nullptr || getpid() != pid_) return Status::OK();
     stopped_ = true;
     stop_ = true;
   }
   active_.store(false);
   cv_.notify_all();
-  drain_.join();
+  drain_->join();
   DrainFull();
   std::lock_guard<std::mutex> l(mu_);
   for (auto& tb : threads_) {

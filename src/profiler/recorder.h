@@ -13,7 +13,9 @@
 //
 // Thread-safety: Record, Begin, InternName and Append may be called from any thread;
 // Start/Stop from one controlling thread. The recorder must outlive every iterator that
-// holds it; after Stop it records nothing.
+// holds it; after Stop it records nothing. In a process forked from the one that made it
+// (a DataLoader worker) the recorder is inert: its destructor leaks everything, as the
+// drain thread and the file belong to the parent.
 #ifndef SLUICE_PROFILER_RECORDER_H_
 #define SLUICE_PROFILER_RECORDER_H_
 
@@ -90,7 +92,8 @@ class Recorder final : public SpanRecorder {
   bool stop_ = false;
   bool stopped_ = false;
   std::condition_variable cv_;
-  std::thread drain_;
+  std::unique_ptr<std::thread> drain_;
+  const int pid_;  // the process that made the recorder (a forked child only leaks it)
   EventFileWriter writer_;
   int64_t file_bytes_ = 0;
   std::atomic<int64_t> drained_events_{0};

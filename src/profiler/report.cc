@@ -24,8 +24,8 @@ std::string Dur(double ns) {
 }
 
 nlohmann::json DistJson(const Distribution& d) {
-  return {{"count", d.count}, {"total_ns", d.total_ns}, {"mean_ns", d.mean_ns},
-          {"p50_ns", d.p50_ns}, {"p90_ns", d.p90_ns}, {"p99_ns", d.p99_ns},
+  return {{"count", d.count},   {"total_ns", d.total_ns}, {"mean_ns", d.mean_ns},
+          {"p50_ns", d.p50_ns}, {"p90_ns", d.p90_ns},     {"p99_ns", d.p99_ns},
           {"max_ns", d.max_ns}};
 }
 
@@ -33,11 +33,20 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -45,8 +54,7 @@ std::string HtmlEscape(const std::string& s) {
 
 // A horizontal bar chart: one row per (label, value), values scaled to the largest.
 std::string BarChart(const std::string& title, const std::vector<std::string>& labels,
-                     const std::vector<double>& values,
-                     std::string (*fmt)(double)) {
+                     const std::vector<double>& values, std::string (*fmt)(double)) {
   const int row = 22, label_w = 330, bar_w = 380;
   const int h = 30 + row * static_cast<int>(labels.size());
   double top = 0;
@@ -57,8 +65,9 @@ std::string BarChart(const std::string& title, const std::vector<std::string>& l
   for (size_t i = 0; i < labels.size(); ++i) {
     const int y = 10 + row * static_cast<int>(i);
     const int w = top > 0 ? static_cast<int>(bar_w * values[i] / top) : 0;
-    svg += "<text x=\"" + std::to_string(label_w - 6) + "\" y=\"" + std::to_string(y + 15) +
-           "\" text-anchor=\"end\" font-size=\"12\">" + HtmlEscape(labels[i]) + "</text>";
+    svg += "<text x=\"" + std::to_string(label_w - 6) + "\" y=\"" +
+           std::to_string(y + 15) + "\" text-anchor=\"end\" font-size=\"12\">" +
+           HtmlEscape(labels[i]) + "</text>";
     svg += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 3) +
            "\" width=\"" + std::to_string(std::max(w, 1)) +
            "\" height=\"16\" fill=\"#3b7dd8\"/>";
@@ -81,16 +90,19 @@ std::string DurFmt(double ns) { return Dur(ns); }
 std::string SummaryText(const Summary& s) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "profile: %s wall, %lld events (%lld bytes, 32 per event), %lld threads\n",
-                Dur(s.wall_ns).c_str(), static_cast<long long>(s.events),
-                static_cast<long long>(s.event_bytes), static_cast<long long>(s.threads));
+  std::snprintf(
+      line, sizeof line,
+      "profile: %s wall, %lld events (%lld bytes, 32 per event), %lld threads\n",
+      Dur(s.wall_ns).c_str(), static_cast<long long>(s.events),
+      static_cast<long long>(s.event_bytes), static_cast<long long>(s.threads));
   out += line;
   std::snprintf(line, sizeof line, "%-44s %8s %9s %9s %9s %9s %7s %7s %7s\n", "operator",
                 "calls", "mean", "p50", "p90", "p99", "time", "<100us", "<10ms");
   out += line;
   for (const OperatorSummary& op : s.operators) {
-    std::string name = op.prefix;
+    std::string name = op.prefix.find('/') == std::string::npos && !op.op.empty()
+                           ? op.prefix + " (" + op.op + ")"
+                           : op.prefix;
     if (name.size() > 44) name = "..." + name.substr(name.size() - 41);
     std::snprintf(line, sizeof line, "%-44s %8lld %9s %9s %9s %9s %7s %7s %7s\n",
                   name.c_str(), static_cast<long long>(op.self.count),
@@ -155,20 +167,23 @@ std::string SummaryHtml(const Summary& s, const std::string& title) {
     p99.push_back(op.self.p99_ns);
   }
   const BatchSummary& b = s.batches;
-  std::vector<std::string> batch_labels = {"wait p50", "wait p90", "wait p99",
+  std::vector<std::string> batch_labels = {"wait p50",  "wait p90",  "wait p99",
                                            "delay p50", "delay p90", "delay p99"};
   std::vector<double> batch_values = {b.wait.p50_ns,  b.wait.p90_ns,  b.wait.p99_ns,
                                       b.delay.p50_ns, b.delay.p90_ns, b.delay.p99_ns};
-  std::string charts = BarChart("Share of time per operator (own time)", names, share, Pct) +
-                       BarChart("Own time per call, p50", names, p50, DurFmt) +
-                       BarChart("Own time per call, p99", names, p99, DurFmt) +
-                       BarChart("Batches: consumer wait and batch delay", batch_labels,
-                                batch_values, DurFmt);
-  std::string html =
-      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
-      "</title><style>body{font-family:sans-serif;margin:20px;color:#222}"
-      "pre{background:#f4f4f4;padding:10px;font-size:12px}h2{font-size:15px;margin:18px 0 4px}"
-      "</style></head><body data-charts-rendered=\"4\"><h1>" + HtmlEscape(title) + "</h1>";
+  std::string charts =
+      BarChart("Share of time per operator (own time)", names, share, Pct) +
+      BarChart("Own time per call, p50", names, p50, DurFmt) +
+      BarChart("Own time per call, p99", names, p99, DurFmt) +
+      BarChart("Batches: consumer wait and batch delay", batch_labels, batch_values,
+               DurFmt);
+  std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>" +
+                     HtmlEscape(title) +
+                     "</title><style>body{font-family:sans-serif;margin:20px;color:#222}"
+                     "pre{background:#f4f4f4;padding:10px;font-size:12px}h2{font-size:"
+                     "15px;margin:18px 0 4px}"
+                     "</style></head><body data-charts-rendered=\"4\"><h1>" +
+                     HtmlEscape(title) + "</h1>";
   html += "<p>" + std::to_string(s.events) + " events on " + std::to_string(s.threads) +
           " threads over " + Dur(s.wall_ns) + "; " + std::to_string(b.count) +
           " batches, " + std::to_string(b.out_of_order) + " out of order.</p>";

@@ -55,7 +55,8 @@ Result<std::unique_ptr<Session>> Session::Start(const ProfileOptions& options) {
     impl->events_path = tmpl;
   }
   if (options.attach_globally && global_session_running.exchange(true)) {
-    return FailedPreconditionError("profiler: a global profiling session is already running");
+    return FailedPreconditionError(
+        "profiler: a global profiling session is already running");
   }
   RecorderOptions ro;
   ro.sampling = options.sampling;

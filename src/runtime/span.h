@@ -19,7 +19,7 @@ namespace sluice {
 struct Span {
   int64_t node_id = -1;      // IteratorStats::node_id of the iterator
   std::string_view prefix;   // the iterator's place in the tree (valid during Record only)
-  std::string_view op;       // the iterator's op name, e.g. "Map" (valid during Record only)
+  std::string_view op;       // the op, e.g. "Map" (valid during Record only)
   int64_t index = 0;         // the call's position: elements produced before it
   int64_t start_ns = 0;      // CLOCK_MONOTONIC
   int64_t end_ns = 0;
