@@ -59,6 +59,30 @@ uint8_t ClassifyPrefix(std::string_view prefix) {
   return 0;
 }
 
+// One operator per place in the graph: the labels of dynamically made inner iterators
+// ("TFRecord[in28]", "Range[slot3]") lose their number ("TFRecord[in*]").
+std::string OperatorPrefix(std::string_view prefix) {
+  std::string out;
+  out.reserve(prefix.size());
+  bool in_label = false, seen_letter = false, starred = false;
+  for (char c : prefix) {
+    if (c == '[') {
+      in_label = true;
+      seen_letter = starred = false;
+    } else if (c == ']') {
+      in_label = false;
+    } else if (in_label && c >= '0' && c <= '9' && seen_letter) {
+      if (!starred) out += '*';
+      starred = true;
+      continue;
+    } else if (in_label) {
+      seen_letter = true;
+    }
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 Recorder::Recorder(const RecorderOptions& options)
@@ -208,7 +232,7 @@ void Recorder::Record(const Span& span) {
   if (fresh || node.prefix != span.prefix) {
     node.prefix = std::string(span.prefix);
     node.flags = ClassifyPrefix(span.prefix);
-    node.id = InternName(std::string(span.op), node.prefix);
+    node.id = InternName(std::string(span.op), OperatorPrefix(span.prefix));
   }
   const bool keep =
       node.flags != 0 || options_.sampling == Sampling::kAll ||

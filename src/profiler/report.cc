@@ -55,7 +55,7 @@ std::string HtmlEscape(const std::string& s) {
 // A horizontal bar chart: one row per (label, value), values scaled to the largest.
 std::string BarChart(const std::string& title, const std::vector<std::string>& labels,
                      const std::vector<double>& values, std::string (*fmt)(double)) {
-  const int row = 22, label_w = 330, bar_w = 380;
+  const int row = 22, label_w = 420, bar_w = 380;
   const int h = 30 + row * static_cast<int>(labels.size());
   double top = 0;
   for (double v : values) top = std::max(top, v);
@@ -65,9 +65,12 @@ std::string BarChart(const std::string& title, const std::vector<std::string>& l
   for (size_t i = 0; i < labels.size(); ++i) {
     const int y = 10 + row * static_cast<int>(i);
     const int w = top > 0 ? static_cast<int>(bar_w * values[i] / top) : 0;
+    // Long prefixes keep their end (the operator), as in the text summary.
+    const std::string label =
+        labels[i].size() > 62 ? "..." + labels[i].substr(labels[i].size() - 59) : labels[i];
     svg += "<text x=\"" + std::to_string(label_w - 6) + "\" y=\"" +
            std::to_string(y + 15) + "\" text-anchor=\"end\" font-size=\"12\">" +
-           HtmlEscape(labels[i]) + "</text>";
+           HtmlEscape(label) + "</text>";
     svg += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 3) +
            "\" width=\"" + std::to_string(std::max(w, 1)) +
            "\" height=\"16\" fill=\"#3b7dd8\"/>";

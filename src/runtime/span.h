@@ -25,6 +25,9 @@ struct Span {
   int64_t end_ns = 0;
   bool produced = false;     // an element came out (false: end of data or an error)
   bool error = false;
+  // Not a GetNext: a piece of a parallel operator's work run on the pool (its function on
+  // one input), reported as "<prefix>/fn" with op "<Op>:fn" and the input's position.
+  bool work = false;
 };
 
 class SpanRecorder {

@@ -190,6 +190,34 @@ TEST(ProfilerSession, SleepingOperatorShowsItsTime) {
   EXPECT_EQ(map->share_under_10ms, 1.0 / 21);
 }
 
+TEST(ProfilerSession, ParallelOpsReportTheirFunctionCalls) {
+  ProfileOptions po;
+  po.counters = true;
+  Function touch = Function::Map("touch", [](Element e, FunctionContext&) -> Result<Element> {
+    constexpr size_t kBytes = 4 << 20;
+    void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                   0);
+    if (p == MAP_FAILED) return InternalError("mmap");
+    for (size_t i = 0; i < kBytes; i += 4096) static_cast<volatile char*>(p)[i] = 1;
+    munmap(p, kBytes);
+    std::this_thread::sleep_for(2ms);
+    return e;
+  });
+  Summary s = Profile(Dataset::Range(20).Map(touch, 2).Prefetch(2), po);
+  const OperatorSummary* fn = Find(s, "Root/ParallelMap[0]/fn");
+  ASSERT_NE(fn, nullptr);
+  EXPECT_EQ(fn->op, "ParallelMap:fn");
+  EXPECT_EQ(fn->self.count, 20);  // one span per call, on the pool's threads
+  EXPECT_GE(fn->self.p50_ns, 2e6);
+  EXPECT_GE(fn->counters_per_element.at("page_faults"), 200);
+  const OperatorSummary* waits = Find(s, "Root/ParallelMap[0]");
+  ASSERT_NE(waits, nullptr);
+  EXPECT_LT(waits->counters_per_element.count("page_faults")
+                ? waits->counters_per_element.at("page_faults")
+                : 0.0,
+            20);
+}
+
 TEST(ProfilerSession, SlowConsumerShowsDelay) {
   ProfileOptions po;
   Summary s = Profile(Dataset::Range(30).Prefetch(4), po,

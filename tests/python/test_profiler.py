@@ -181,3 +181,19 @@ def test_torch_cost_per_event(tmp_path):
     _, s = prof.finish()
     assert op(s, "DataLoader/Dataset/<lambda>[0]")["self"]["count"] == n
     assert per_event_us < 50  # Lotus: about 200 us per log line; we measure ~1-3 us
+
+
+def test_html_summary_renders_in_chromium(tmp_path, source_dir):
+    import shutil
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        pytest.skip("chromium not installed")
+    page = tmp_path / "profile.html"
+    ds = Dataset.range(2000).map(lambda x: x + 1).batch(20).prefetch(2)
+    with sluice.profiler.trace(str(tmp_path / "t.json"), html=str(page)):
+        assert sum(1 for _ in ds) == 100
+    r = subprocess.run([sys.executable, str(source_dir / "scripts" / "check_html.py"), str(page),
+                        "--require", 'data-charts-rendered="4"',
+                        "--screenshot", str(tmp_path / "shot.png")],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert (tmp_path / "shot.png").stat().st_size > 1000
