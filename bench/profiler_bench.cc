@@ -7,8 +7,8 @@
 // slows all of them alike; each figure is the median over the repeats, with min and max
 // to show the noise. Prints one JSON object.
 //
-//   cd DIR_WITH_data/imagenet && profiler_bench --spec .../imagenet.json \
-//       [--batches 15] [--warmup 3] [--repeats 5] [--micro-elements 2000000]
+//   cd DIR_WITH_data/imagenet && profiler_bench --spec .../imagenet.json
+//     [--batches 15] [--warmup 3] [--repeats 5] [--micro-elements 2000000]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -219,6 +219,10 @@ void Recorder::Begin() {
 
 void Recorder::BeginCounters() { Begin(); }
 
+bool Recorder::Wants(std::string_view prefix) const {
+  return options_.sampling != Sampling::kBatchesOnly || ClassifyPrefix(prefix) != 0;
+}
+
 void Recorder::EndCounters(int32_t name, int64_t index, int64_t end_ns) {
   if (!options_.counters || !active_.load(std::memory_order_relaxed)) return;
   CountersPop(Local(), name, index, end_ns);

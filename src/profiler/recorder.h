@@ -55,6 +55,8 @@ class Recorder final : public SpanRecorder {
 
   void Record(const Span& span) override;
   void Begin() override;
+  // Batches only: just the root and its first input get the hook.
+  bool Wants(std::string_view prefix) const override;
 
   // For code that is not an iterator (sluice.profiler.torch): a name id for an operator,
   // and an event appended to the calling thread's buffer.

@@ -38,6 +38,10 @@ class SpanRecorder {
   // a recorder can read per-thread counters at operator boundaries (calls nest like the
   // spans). Default: nothing.
   virtual void Begin() {}
+  // Asked once when an iterator is made (prefix: its place in the tree); false leaves
+  // that iterator without the hook, so it costs nothing (a recorder that keeps only some
+  // iterators' spans). Default: every iterator.
+  virtual bool Wants(std::string_view prefix) const { return true; }
 };
 
 // The recorder attached to iterators whose options name none (null: none). Set by a

@@ -15,6 +15,7 @@
 
 #include "profiler/counters.h"
 #include "profiler/event.h"
+#include "profiler/recorder.h"
 #include "sluice/dataset.h"
 #include "sluice/profiler.h"
 
@@ -161,6 +162,14 @@ TEST(ProfilerSession, SamplingModes) {
   po.sample_every = 0;
   po.sampling = Sampling::kOneInN;
   EXPECT_FALSE(Session::Start(po).ok());
+
+  // Batches only: the other iterators are made without the hook (no cost at all).
+  Recorder batches_only({Sampling::kBatchesOnly, 1, false});
+  EXPECT_TRUE(batches_only.Wants("Root"));
+  EXPECT_TRUE(batches_only.Wants("Root/Batch[0]"));
+  EXPECT_FALSE(batches_only.Wants("Root/Batch[0]/Map[0]"));
+  Recorder all({Sampling::kAll, 1, false});
+  EXPECT_TRUE(all.Wants("Root/Batch[0]/Map[0]"));
 }
 
 TEST(ProfilerSession, SleepingOperatorShowsItsTime) {
