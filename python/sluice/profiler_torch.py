@@ -218,10 +218,15 @@ class _Loader:
         return len(self.loader)
 
     def __iter__(self):
-        # Garbage of this process must not be collected in the forked workers: a sluice
-        # iterator destroyed there would wait for threads that only exist here.
-        gc.collect()
-        it = iter(self.loader)
+        # Garbage of this process must not be collected in the forked workers (a sluice
+        # iterator destroyed there would wait for threads that only exist here): the
+        # workers start inside iter(), with every object of ours frozen (gc.freeze, the
+        # pattern Python documents for fork), and the parent unfreezes them after.
+        gc.freeze()
+        try:
+            it = iter(self.loader)
+        finally:
+            gc.unfreeze()
         pl = self.prof._log()
         k = 0
         while True:
