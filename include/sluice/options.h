@@ -102,8 +102,9 @@ struct Options {
   // iterator made with it. Neither is serialized (a deserialized dataset has them null),
   // and Merge takes the other's when it is non-null.
   //   span_recorder: receives a span for every GetNext of every iterator of the pipeline
-  //     (the profiler's hook). Null: nothing is recorded; the hook costs one branch per
-  //     call.
+  //     (the profiler's hook) and for each piece of a parallel operator's pool work.
+  //     Null: a global profiler session's recorder if one runs (sluice/profiler.h), else
+  //     nothing is recorded and the hook costs one branch per call.
   //   env: the file system the pipeline reads and writes through (tests inject faults
   //     with it). Null: the POSIX default. When `files` confines the pipeline, this Env
   //     is wrapped in a confined one.

@@ -36,6 +36,7 @@ from . import image
 from . import text
 from . import io
 from . import plumber
+from . import profiler
 
 AUTOTUNE = data.AUTOTUNE
 
@@ -46,7 +47,7 @@ from numpy import (int8, int16, int32, int64, uint8, float16, float32,  # noqa: 
 from numpy import bool_ as bool  # noqa: E402,A001
 string = "string"
 
-__all__ = ["data", "nest", "plumber", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
+__all__ = ["data", "nest", "plumber", "profiler", "image", "text", "io", "attr", "kernel", "kernel_names", "cast", "reshape", "expand_dims",
            "compare", "Tensor",
            "Function", "Error", "AUTOTUNE"] + errors.__all__
 __version__ = "0.1.0"

@@ -34,6 +34,7 @@ Status StatusFromPyError(pybind11::error_already_set& e, std::string_view what);
 void BindPlumber(pybind11::module_& m);  // python/src/plumber_bindings.cc
 void BindService(pybind11::module_& m);  // service_bindings.cc
 void BindData(pybind11::module_& m);  // data_bindings.cc: sluice.data helpers
+void BindProfiler(pybind11::module_& m);  // python/src/profiler_bindings.cc
 
 }  // namespace python
 }  // namespace sluice

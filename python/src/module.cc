@@ -1278,6 +1278,8 @@ PYBIND11_MODULE(_sluice, m) {
   }, "A serialized tf.train.Example of (key, 'int64'|'float'|'bytes', values) triples.");
   BindPlumber(m);
   sluice::python::BindService(m);
+  BindProfiler(m);
+}
 
   BindData(m);
 }

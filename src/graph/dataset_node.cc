@@ -43,7 +43,8 @@ Result<IteratorPtr> DatasetNode::MakeIterator(const IteratorContext& ctx,
   SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, MakeIteratorInternal(ctx, prefix));
   const Runtime* rt = ctx.runtime();
   it->node_id_ = rt->NodeId(this);
-  it->spans_ = rt->span_recorder();
+  SpanRecorder* spans = rt->span_recorder();
+  it->spans_ = spans != nullptr && spans->Wants(prefix) ? spans : nullptr;
   SLUICE_RETURN_IF_ERROR(it->Initialize(ctx));
   return it;
 }

@@ -77,7 +77,9 @@ AsyncBufferIterator::AsyncBufferIterator(DatasetPtr node, std::string prefix,
                                          AsyncBufferOptions options)
     : IteratorBase(std::move(node), std::move(prefix)),
       processor_(std::move(processor)),
-      options_(options) {}
+      options_(options),
+      work_prefix_(this->prefix() + "/fn"),
+      work_op_(this->node().op() + ":fn") {}
 
 AsyncBufferIterator::~AsyncBufferIterator() {
   // First: after these the tuner never calls the setters again.
@@ -284,10 +286,28 @@ void AsyncBufferIterator::Schedule(std::vector<Part> parts) {
 void AsyncBufferIterator::RunPart(Part p) {
   std::optional<TaskTimer> timer(&stats());  // the part, and Finish after the last one
   Status st;
+  // With a profiler attached, each part is a span "<prefix>/fn" on the pool thread.
+  SpanRecorder* const spans = span_recorder();
+  Span span;
+  if (spans != nullptr) [[unlikely]] {
+    spans->Begin();
+    span.start_ns = MonotonicNs();
+  }
   try {
     st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
   } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     st = StatusFromException(node().op());
+  }
+  if (spans != nullptr) [[unlikely]] {
+    span.end_ns = MonotonicNs();
+    span.node_id = node_id();
+    span.prefix = work_prefix_;
+    span.op = work_op_;
+    span.index = p.slot->unit.first_position + p.index;
+    span.produced = st.ok();
+    span.error = !st.ok();
+    span.work = true;
+    spans->Record(span);
   }
   if (!st.ok()) {
     MutexLock g(&p.slot->unit.mu);

@@ -168,6 +168,9 @@ class AsyncBufferIterator final : public IteratorBase {
 
   std::unique_ptr<const UnitProcessor> processor_;
   const AsyncBufferOptions options_;
+  // The span of a part's work when a profiler is attached: "<prefix>/fn", "<op>:fn".
+  const std::string work_prefix_;
+  const std::string work_op_;
   bool deterministic_ = true;
   IteratorPtr input_;
   Runtime* runtime_ = nullptr;

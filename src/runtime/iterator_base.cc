@@ -61,7 +61,9 @@ Result<std::optional<Element>> IteratorBase::GetNextSpanned() {
   Span span;
   span.node_id = node_id_;
   span.prefix = prefix_;
+  span.op = node_->op();
   span.index = stats_.elements_produced.load(std::memory_order_relaxed);
+  spans_->Begin();
   span.start_ns = MonotonicNs();
   Result<std::optional<Element>> r = stats_.ShouldSample() ? GetNextTimed() : GetNextInternal();
   span.end_ns = MonotonicNs();

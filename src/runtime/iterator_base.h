@@ -177,6 +177,9 @@ class IteratorBase {
                                                   size_t i = 0) const;
   // Prefixes `s` with this iterator's op and prefix unless it already names it.
   Status AddContext(const Status& s) const;
+  // The span recorder attached to the pipeline (null: none), for work an iterator does
+  // outside GetNext (pool tasks of parallel ops report it as spans of their own).
+  SpanRecorder* span_recorder() const { return spans_; }
   // Cancelled when cancelled(), else OK: for loops that may run without producing.
   Status CheckCancelled() const {
     return cancelled() ? CancelledStatus() : Status::OK();

@@ -1,8 +1,22 @@
 #include "runtime/runtime_options.h"
 
 #include <algorithm>
+#include <atomic>
+
+#include "runtime/span.h"
 
 namespace sluice {
+
+namespace {
+std::atomic<SpanRecorder*> global_span_recorder{nullptr};
+}  // namespace
+
+SpanRecorder* GlobalSpanRecorder() {
+  return global_span_recorder.load(std::memory_order_acquire);
+}
+void SetGlobalSpanRecorder(SpanRecorder* recorder) {
+  global_span_recorder.store(recorder, std::memory_order_release);
+}
 
 RuntimeOptions RuntimeOptions::FromOptions(const Options& o) {
   RuntimeOptions r;
@@ -18,7 +32,7 @@ RuntimeOptions RuntimeOptions::FromOptions(const Options& o) {
   r.inline_execution = o.inline_execution.value_or(false);
   r.autotune = o.autotune.enabled.value_or(true);
   r.initial_parallelism = o.autotune.initial_parallelism.value_or(0);
-  r.span_recorder = o.span_recorder;
+  r.span_recorder = o.span_recorder != nullptr ? o.span_recorder : GlobalSpanRecorder();
   r.env = o.env;
   r.files = o.files;
   return r;

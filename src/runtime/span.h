@@ -19,18 +19,35 @@ namespace sluice {
 struct Span {
   int64_t node_id = -1;      // IteratorStats::node_id of the iterator
   std::string_view prefix;   // the iterator's place in the tree (valid during Record only)
+  std::string_view op;       // the op, e.g. "Map" (valid during Record only)
   int64_t index = 0;         // the call's position: elements produced before it
   int64_t start_ns = 0;      // CLOCK_MONOTONIC
   int64_t end_ns = 0;
   bool produced = false;     // an element came out (false: end of data or an error)
   bool error = false;
+  // Not a GetNext: a piece of a parallel operator's work run on the pool (its function on
+  // one input), reported as "<prefix>/fn" with op "<Op>:fn" and the input's position.
+  bool work = false;
 };
 
 class SpanRecorder {
  public:
   virtual ~SpanRecorder() = default;
   virtual void Record(const Span& span) = 0;
+  // Called on the same thread just before the GetNext whose span Record then reports, so
+  // a recorder can read per-thread counters at operator boundaries (calls nest like the
+  // spans). Default: nothing.
+  virtual void Begin() {}
+  // Asked once when an iterator is made (prefix: its place in the tree); false leaves
+  // that iterator without the hook, so it costs nothing (a recorder that keeps only some
+  // iterators' spans). Default: every iterator.
+  virtual bool Wants(std::string_view prefix) const { return true; }
 };
+
+// The recorder attached to iterators whose options name none (null: none). Set by a
+// global profiler session (include/sluice/profiler.h); read when an iterator is made.
+SpanRecorder* GlobalSpanRecorder();
+void SetGlobalSpanRecorder(SpanRecorder* recorder);
 
 }  // namespace sluice
 

@@ -177,6 +177,10 @@ class CountingRecorder : public SpanRecorder {
  public:
   void Record(const Span& s) override {
     std::lock_guard<std::mutex> l(mu_);
+    if (s.work) {  // a parallel op's function call on the pool, not a GetNext
+      work_[std::string(s.prefix)] += s.produced;
+      return;
+    }
     Counts& c = counts_[std::string(s.prefix)];
     ++c.calls;
     c.produced += s.produced;
@@ -193,9 +197,14 @@ class CountingRecorder : public SpanRecorder {
     std::lock_guard<std::mutex> l(mu_);
     return counts_;
   }
+  std::map<std::string, int64_t> work() {
+    std::lock_guard<std::mutex> l(mu_);
+    return work_;
+  }
   int64_t bad_times_ = 0, bad_index_ = 0;
 
  private:
+  std::map<std::string, int64_t> work_;
   std::mutex mu_;
   std::map<std::string, Counts> counts_;
 };
@@ -229,6 +238,11 @@ TEST(StatsTest, SpanHookSeesEveryCallOfEveryIterator) {
   }
   EXPECT_EQ(rec.bad_times_, 0);
   EXPECT_EQ(rec.bad_index_, 0);
+  // The parallel map's 20 function calls, each a work span of its own.
+  const std::map<std::string, int64_t> work = rec.work();
+  ASSERT_EQ(work.size(), 1u);
+  EXPECT_EQ(work.begin()->first, "Root/Batch[0]/ParallelMap[0]/fn");
+  EXPECT_EQ(work.begin()->second, 20);
 }
 
 }  // namespace
