@@ -20,6 +20,7 @@
 #include <pybind11/stl.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -778,7 +779,8 @@ std::set<PyIterator*>& LiveIterators() {
 
 class PyIterator {
  public:
-  PyIterator(std::unique_ptr<Iterator> it, OutMode mode) : it_(std::move(it)), mode_(mode) {
+  PyIterator(std::unique_ptr<Iterator> it, OutMode mode)
+      : it_(std::move(it)), mode_(mode), pid_(getpid()) {
     LiveIterators().insert(this);
   }
   ~PyIterator() {
@@ -803,6 +805,7 @@ class PyIterator {
 
   py::object Next() {
     if (!it_) throw py::stop_iteration();
+    Unforked();
     busy_ = true;
     struct Done {
       bool* busy;
@@ -864,6 +867,13 @@ class PyIterator {
   // Joins the pipeline's threads without the GIL (they may be waiting for it).
   void Close() {
     if (!it_) return;
+    if (getpid() != pid_) {
+      // A forked child (a DataLoader worker, multiprocessing) holds a copy of an iterator
+      // whose threads stayed in the parent: joining them would wait forever, and its
+      // memory is the parent's copy. Leave it.
+      (void)it_.release();
+      return;
+    }
     if (PythonAlive() && PyGILState_Check()) {
       py::gil_scoped_release nogil;
       it_.reset();
@@ -874,7 +884,19 @@ class PyIterator {
 
   Iterator& Live() {
     if (!it_) throw py::value_error("sluice: the iterator is closed");
+    Unforked();
     return *it_;
+  }
+
+  // An iterator cannot be used in a process forked from the one that made it: its
+  // threads are not there.
+  void Unforked() const {
+    if (getpid() != pid_) {
+      ThrowStatus(FailedPreconditionError(
+          "sluice iterator: made in process " + std::to_string(pid_) +
+          " and used in " + std::to_string(getpid()) +
+          " (a fork); make the iterator in the process that reads it"));
+    }
   }
   OutMode mode() const { return mode_; }
 
@@ -883,6 +905,7 @@ class PyIterator {
   OutMode mode_;
   bool interrupted_ = false;
   bool busy_ = false;  // in Next (changed with the GIL held)
+  pid_t pid_;          // the process that made it
 };
 
 py::list SpecToPython(const ElementSpec& spec) {
@@ -1279,7 +1302,5 @@ PYBIND11_MODULE(_sluice, m) {
   BindPlumber(m);
   sluice::python::BindService(m);
   BindProfiler(m);
-}
-
   BindData(m);
 }

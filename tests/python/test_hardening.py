@@ -191,3 +191,33 @@ def test_exit_with_live_python_pipeline_threads(case):
         assert "FATAL" not in err, err
         assert rc == 0, (rc, err[-2000:])
         assert "caught" in out
+
+
+# ---- iterators in forked children ----
+
+def test_iterator_copied_into_a_forked_child_neither_hangs_nor_runs():
+    """A DataLoader worker or multiprocessing child inherits a copy of every live
+    iterator, but none of its threads: dropping the copy used to wait for them forever;
+    using it must say why it cannot run."""
+    rc, out, err = run_script("""
+        import gc, os, sys
+        import sluice
+        from sluice.data import Dataset
+        it = iter(Dataset.range(10**6).map(lambda x: x + 1, num_parallel_calls=2).prefetch(4))
+        print(next(it))
+        pid = os.fork()
+        if pid == 0:
+            try:
+                next(it)
+                os._exit(3)
+            except sluice.FailedPreconditionError as e:
+                code = 0 if "fork" in str(e) else 4
+            del it
+            gc.collect()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        print(next(it))
+        """, timeout=60)
+    assert rc == 0, err
+    assert out.split() == ["1", "child", "0", "2"], out
