@@ -3,7 +3,10 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <vector>
 
+#include "core/mutex.h"
 #include "profiler/analysis.h"
 #include "profiler/recorder.h"
 #include "sluice/profiler.h"
@@ -26,16 +29,32 @@ Status WriteText(const std::string& path, const std::string& text) {
 struct Session::Impl {
   ProfileOptions options;
   std::string events_path;
-  Recorder* recorder = nullptr;  // owned unless global (then leaked on purpose)
+  Recorder* recorder = nullptr;  // owned; a global one is retired, not deleted
   bool running = false;
   Summary summary;
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+// A global session's recorder outlives it: iterators made while it ran keep a pointer
+// to it (a stopped recorder ignores their spans). Kept here rather than dropped, so the
+// memory stays reachable (and leak checkers see it is meant to stay).
+void RetireGlobalRecorder(Recorder* r) {
+  static Mutex mu;
+  static auto* retired = new std::vector<std::unique_ptr<Recorder>>();
+  MutexLock l(&mu);
+  retired->emplace_back(r);
+}
+}  // namespace
+
 Session::~Session() {
   if (impl_->running) (void)Stop();
-  if (!impl_->options.attach_globally) delete impl_->recorder;
+  if (impl_->options.attach_globally) {
+    RetireGlobalRecorder(impl_->recorder);
+  } else {
+    delete impl_->recorder;
+  }
 }
 
 Result<std::unique_ptr<Session>> Session::Start(const ProfileOptions& options) {
