@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "graph/attr.h"
+#include "ops/input_flags.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
@@ -92,23 +93,13 @@ class ChooseFromDatasetsIterator : public IteratorBase {
 
   Status SaveInternal(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "ended", ended_ ? 1 : 0);
-    for (size_t i = 0; i < exhausted_.size(); ++i) {
-      w->WriteInt(prefix(), "exhausted_" + std::to_string(i), exhausted_[i] ? 1 : 0);
-    }
-    for (const auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Save(w));
-    return Status::OK();
+    return SaveInputsAndFlags(w, prefix(), "exhausted", exhausted_, inputs_);
   }
 
   Status RestoreInternal(const CheckpointReader& r) override {
     SLUICE_ASSIGN_OR_RETURN(int64_t ended, r.ReadInt(prefix(), "ended"));
     ended_ = ended != 0;
-    for (size_t i = 0; i < exhausted_.size(); ++i) {
-      SLUICE_ASSIGN_OR_RETURN(int64_t x,
-                              r.ReadInt(prefix(), "exhausted_" + std::to_string(i)));
-      exhausted_[i] = x != 0;
-    }
-    for (auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Restore(r));
-    return Status::OK();
+    return RestoreInputsAndFlags(r, prefix(), "exhausted", &exhausted_, &inputs_);
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "graph/attr.h"
+#include "ops/input_flags.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
@@ -104,11 +105,7 @@ class SampleFromDatasetsIterator : public IteratorBase {
   Status SaveInternal(CheckpointWriter* w) const override {
     w->WriteInt(prefix(), "ended", ended_ ? 1 : 0);
     w->WriteInt(prefix(), "draws", draws_);
-    for (size_t i = 0; i < exhausted_.size(); ++i) {
-      w->WriteInt(prefix(), "exhausted_" + std::to_string(i), exhausted_[i] ? 1 : 0);
-    }
-    for (const auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Save(w));
-    return Status::OK();
+    return SaveInputsAndFlags(w, prefix(), "exhausted", exhausted_, inputs_);
   }
 
   Status RestoreInternal(const CheckpointReader& r) override {
@@ -116,13 +113,7 @@ class SampleFromDatasetsIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(draws_, r.ReadInt(prefix(), "draws"));
     if (draws_ < 0) return DataLossError("SampleFromDatasets: negative draw count");
     ended_ = ended != 0;
-    for (size_t i = 0; i < exhausted_.size(); ++i) {
-      SLUICE_ASSIGN_OR_RETURN(int64_t x,
-                              r.ReadInt(prefix(), "exhausted_" + std::to_string(i)));
-      exhausted_[i] = x != 0;
-    }
-    for (auto& in : inputs_) SLUICE_RETURN_IF_ERROR(in->Restore(r));
-    return Status::OK();
+    return RestoreInputsAndFlags(r, prefix(), "exhausted", &exhausted_, &inputs_);
   }
 
  private:
