@@ -14,7 +14,11 @@ namespace sluice {
 Status Dataset::Save(const std::string& path, Compression compression) const {
   SLUICE_RETURN_IF_ERROR(status());
   if (path.empty()) return InvalidArgumentError("Save: path is empty");
-  Env* env = Env::Default();
+  // The files go through the pipeline's Env, confined to options().files' write roots
+  // when they are set (docs/files.md), as Cache and Snapshot are.
+  Env* env = options().env != nullptr ? options().env : Env::Default();
+  std::unique_ptr<Env> confined = NewConfinedEnvFor(env, options().files);
+  if (confined) env = confined.get();
   SLUICE_RETURN_IF_ERROR(env->CreateDirs(path).WithContext("Save"));
   // The old metadata goes first: until the new one is written, nothing here is read.
   const std::string meta_path = path + "/" + kSavedMetadataFile;

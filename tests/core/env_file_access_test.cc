@@ -441,6 +441,23 @@ TEST_F(ConfinedTest, CacheWritesOnlyUnderWriteRoots) {
   EXPECT_NE(stat(outside_.File("c.sluice-cache").c_str(), &st), 0);
 }
 
+TEST_F(ConfinedTest, SaveWritesOnlyUnderWriteRoots) {
+  // Dataset::Save goes through the pipeline's confined Env, as Cache does.
+  Status denied = Dataset::Range(5).WithOptions(Confined()).Save(inside_.File("s"));
+  EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied) << denied;
+  struct stat st;
+  EXPECT_NE(stat(inside_.File("s").c_str(), &st), 0);
+  Options o = Confined();
+  o.files.allowed_write_roots = std::vector<std::string>{inside_.File("w")};
+  mkdir(inside_.File("w").c_str(), 0755);
+  Status ok = Dataset::Range(5).WithOptions(o).Save(inside_.File("w/s"));
+  ASSERT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(Drain(Dataset::Load(inside_.File("w/s")), Env::Default()).elements.size(), 5u);
+  Status outside = Dataset::Range(5).WithOptions(o).Save(outside_.File("s"));
+  EXPECT_EQ(outside.code(), StatusCode::kPermissionDenied) << outside;
+  EXPECT_NE(stat(outside_.File("s").c_str(), &st), 0);
+}
+
 TEST_F(ConfinedTest, OptionsRoundTripThroughSpecsAndGraphDefs) {
   auto ds = ParsePipelineSpec(R"({"options": {"files": {"allowed_roots": [")" + root_ +
                               R"("], "allowed_write_roots": []}},

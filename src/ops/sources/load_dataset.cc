@@ -124,7 +124,7 @@ void RegisterLoadDataset(Registry* r) {
                   SLUICE_ASSIGN_OR_RETURN(
                       std::string path, GetAttr<std::string>(args.attrs, "Load", "path"));
                   SLUICE_ASSIGN_OR_RETURN(SavedDatasetMetadata meta,
-                                          ReadSavedMetadata(nullptr, path));
+                                          ReadSavedMetadata(BuildEnv(), path));
                   return DatasetPtr(std::make_shared<LoadDataset>(
                       std::move(args), std::move(path), std::move(meta)));
                 });
