@@ -219,8 +219,17 @@ class DataServiceIterator : public IteratorBase {
       if (s.ok() && r == Worker::TakeResult::kEnd) tasks_[task_id].done = true;
       if (s.ok()) continue;
       if (s.code() == StatusCode::kNotFound) {
-        NudgeLocalWorker(address);  // it has not heard of the job yet
-        retry_ms = retry_ms == 0 ? 1 : std::min<int64_t>(retry_ms * 2, 200);
+        // The worker has not heard of the job yet: it heartbeats now, on this thread,
+        // and the take is retried at once; then (the dispatcher is away) with backoff.
+        if (retry_ms == 0) {
+          retry_ms = 1;
+          l.Unlock();
+          Status hb = HeartbeatLocalWorker(address);
+          l.Lock();
+          if (hb.ok()) continue;
+        }
+        NudgeLocalWorker(address);
+        retry_ms = std::min<int64_t>(retry_ms * 2, 200);
         cv_.WaitFor(&mu_, std::chrono::milliseconds(retry_ms));
         continue;
       }

@@ -49,6 +49,23 @@ void NudgeLocalWorker(const std::string& address) {
   if (it != r.workers.end()) it->second->Nudge();
 }
 
+Status HeartbeatLocalWorker(const std::string& address) {
+  LocalRegistry& r = Registry();
+  Worker* w;
+  {
+    MutexLock l(&r.mu);
+    auto it = r.workers.find(address);
+    if (it == r.workers.end())
+      return UnavailableError("local worker " + address + " is gone");
+    w = it->second;
+    ++r.in_use[address];
+  }
+  Status s = w->HeartbeatNow();
+  MutexLock l(&r.mu);
+  if (--r.in_use[address] == 0) r.cv.SignalAll();
+  return s;
+}
+
 Status TakeFromLocalWorker(const std::string& address, int64_t task_id, Element* element,
                            Worker::TakeResult* result) {
   return TakeFromLocalWorker(address, task_id, "", element, result, nullptr);

@@ -294,6 +294,7 @@ int64_t Worker::num_tasks() const {
 }
 
 Status Worker::Heartbeat() {
+  MutexLock serial(&heartbeat_mu_);
   WorkerHeartbeatRequest req;
   req.set_worker_address(config_.address);
   req.set_cpu_budget(config_.cpu_budget);

@@ -93,6 +93,10 @@ class Worker {
   // Heartbeats now instead of at the next interval (a local client found no task: the
   // worker may not have heard of a new job yet).
   void Nudge();
+  // Heartbeats now, on the caller's thread, and returns once the worker runs every task
+  // the dispatcher assigned it (a local client whose task the worker has not heard of
+  // yet: no wait for the heartbeat loop). Heartbeats never overlap.
+  Status HeartbeatNow() { return Heartbeat(); }
 
   // What the worker's /metrics exports (docs/service.md, "Metrics and logs").
   struct JobServed {
@@ -158,6 +162,7 @@ class Worker {
   bool stopping_ GUARDED_BY(mu_) = false;
   bool nudged_ GUARDED_BY(mu_) = false;
   std::thread heartbeat_thread_;
+  Mutex heartbeat_mu_;  // held through a heartbeat, before mu_
   std::atomic<int64_t> split_rpcs_{0};
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> task_errors_{0};
