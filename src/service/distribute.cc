@@ -109,8 +109,7 @@ class DataServiceIterator : public IteratorBase {
 
   Status Initialize(const IteratorContext&) override {
     SLUICE_ASSIGN_OR_RETURN(security_, LoadSecurity(c_.security, "distribute"));
-    dispatcher_ =
-        std::make_shared<GrpcDispatcherClient>(c_.dispatcher, kRpcDeadlineMs, security_);
+    dispatcher_ = MakeDispatcherClient(c_.dispatcher, kRpcDeadlineMs, security_);
     // Later epochs skip registering the graph again (a dispatcher that forgot it, having
     // no journal, answers NotFound and it is registered anew).
     GetOrCreateJobRequest jreq;
