@@ -195,20 +195,28 @@ class DataServiceIterator : public IteratorBase {
         report_.finished = true;
         return std::optional<Element>();
       }
-      std::vector<std::pair<int64_t, std::string>> open;
-      for (const auto& [id, t] : tasks_) {
-        if (!t.done && !t.lost) open.emplace_back(id, t.info.worker_address());
-      }
-      if (open.empty()) {  // no local task yet: wait for the heartbeat to bring one
+      // Round robin over the open tasks, with no allocation per element (tasks_ only
+      // grows while the iterator lives, so `address` stays valid unlocked).
+      size_t open = 0;
+      for (const auto& [id, t] : tasks_) open += !t.done && !t.lost;
+      if (open == 0) {  // no local task yet: wait for the heartbeat to bring one
         cv_.WaitFor(&mu_, std::chrono::milliseconds(10));
         continue;
       }
-      const auto& [task_id, address] = open[next_task_++ % open.size()];
+      size_t pick = next_task_++ % open;
+      int64_t task_id = 0;
+      const std::string* address = nullptr;
+      for (const auto& [id, t] : tasks_) {
+        if (t.done || t.lost || pick-- > 0) continue;
+        task_id = id;
+        address = &t.info.worker_address();
+        break;
+      }
       l.Unlock();
       Element e;
       Worker::TakeResult r = Worker::TakeResult::kSkip;
       int64_t skipped = 0;
-      Status s = TakeFromLocalWorker(address, task_id, c_.trainer_id, &e, &r, &skipped);
+      Status s = TakeFromLocalWorker(*address, task_id, c_.trainer_id, &e, &r, &skipped);
       l.Lock();
       report_.skipped_elements += skipped;
       if (s.ok() && r == Worker::TakeResult::kElement) {
@@ -223,11 +231,11 @@ class DataServiceIterator : public IteratorBase {
         if (retry_ms == 0) {
           retry_ms = 1;
           l.Unlock();
-          Status hb = HeartbeatLocalWorker(address);
+          Status hb = HeartbeatLocalWorker(*address);
           l.Lock();
           if (hb.ok()) continue;
         }
-        NudgeLocalWorker(address);
+        NudgeLocalWorker(*address);
         retry_ms = std::min<int64_t>(retry_ms * 2, 200);
         cv_.WaitFor(&mu_, std::chrono::milliseconds(retry_ms));
         continue;

@@ -111,6 +111,7 @@ Status RetryUnavailable(int64_t budget_ms, const std::function<Status()>& call) 
 
 struct Worker::Task {
   TaskDef def;
+  std::shared_ptr<JobCounters> counters;  // the job's, set before the task is published
   Mutex mu;
   CondVar cv;
   std::deque<Element> buffer GUARDED_BY(mu);
@@ -284,7 +285,12 @@ Worker::Stats Worker::GetStats() const {
   s.split_rpcs = split_rpcs_.load();
   s.client_wait_seconds = static_cast<double>(wait_ns_.load()) * 1e-9;
   MutexLock l(&stats_mu_);
-  s.served = served_;
+  for (const auto& [job, c] : served_) {
+    JobServed& j = s.served[job];
+    j.elements = c->elements.load(std::memory_order_relaxed);
+    j.bytes = c->bytes.load(std::memory_order_relaxed);
+    j.wire_bytes = c->wire_bytes.load(std::memory_order_relaxed);
+  }
   return s;
 }
 
@@ -337,6 +343,7 @@ Status Worker::Heartbeat() {
       if (tasks_.count(def.task_id())) continue;
       auto t = std::make_shared<Task>();
       t->def = def;
+      t->counters = CountersFor(def.job_id());
       t->direct = def.local_consumers();
       if (def.cross_trainer_cache()) {
         t->cache = std::make_unique<CrossTrainerCache>(config_.cross_trainer_cache_bytes);
@@ -595,10 +602,8 @@ Status Worker::TakeRaw(Task* t, Element* element, TakeResult* result) {
     }
   }
   if (taken_bytes >= 0) {
-    MutexLock l(&stats_mu_);
-    JobServed& j = served_[t->def.job_id()];
-    ++j.elements;
-    j.bytes += taken_bytes;
+    t->counters->elements.fetch_add(1, std::memory_order_relaxed);
+    t->counters->bytes.fetch_add(taken_bytes, std::memory_order_relaxed);
   }
   if (newly_served) {
     MutexLock l(&mu_);
@@ -647,10 +652,8 @@ Status Worker::TakeDirect(Task* t, Element* element, TakeResult* result) {
     *element = std::move(**e);
     *result = TakeResult::kElement;
     l.Unlock();
-    MutexLock s(&stats_mu_);
-    JobServed& j = served_[t->def.job_id()];
-    ++j.elements;
-    j.bytes += ElementBytes(*element);
+    t->counters->elements.fetch_add(1, std::memory_order_relaxed);
+    t->counters->bytes.fetch_add(ElementBytes(*element), std::memory_order_relaxed);
     return Status::OK();
   }
   *result = TakeResult::kEnd;
@@ -677,7 +680,7 @@ Status Worker::GetElement(const GetElementRequest& req, GetElementResponse* resp
     TakeResult r;
     SLUICE_RETURN_IF_ERROR(
         TakeRound(t.get(), req.consumer_index(), req.round_index(), &e, &r));
-    return Respond(t->def.job_id(), e, r, req.compression(), resp);
+    return Respond(t->counters.get(), e, r, req.compression(), resp);
   }
   if (t->cache) {
     // The element is coded (and compressed) once, by the trainer that made it.
@@ -708,16 +711,16 @@ Status Worker::GetElement(const GetElementRequest& req, GetElementResponse* resp
     resp->set_skipped_elements(skipped);
     if (r == TakeResult::kEnd) resp->set_end_of_sequence(true);
     if (r == TakeResult::kSkip) resp->set_skip(true);
-    if (r == TakeResult::kElement) CountWireBytes(t->def.job_id(), *resp);
+    if (r == TakeResult::kElement) CountWireBytes(t->counters.get(), *resp);
     return Status::OK();
   }
   Element e;
   TakeResult r;
   SLUICE_RETURN_IF_ERROR(TakeRaw(t.get(), &e, &r));
-  return Respond(t->def.job_id(), e, r, req.compression(), resp);
+  return Respond(t->counters.get(), e, r, req.compression(), resp);
 }
 
-Status Worker::Respond(int64_t job_id, const Element& e, TakeResult r,
+Status Worker::Respond(JobCounters* served, const Element& e, TakeResult r,
                        ElementCompression compression, GetElementResponse* resp) {
   if (r == TakeResult::kEnd) resp->set_end_of_sequence(true);
   if (r == TakeResult::kSkip) resp->set_skip(true);
@@ -725,13 +728,20 @@ Status Worker::Respond(int64_t job_id, const Element& e, TakeResult r,
   std::string bytes;
   EncodeElement(e, &bytes);
   SLUICE_RETURN_IF_ERROR(CompressElement(std::move(bytes), compression, resp));
-  CountWireBytes(job_id, *resp);
+  CountWireBytes(served, *resp);
   return Status::OK();
 }
 
-void Worker::CountWireBytes(int64_t job_id, const GetElementResponse& resp) {
+std::shared_ptr<Worker::JobCounters> Worker::CountersFor(int64_t job_id) {
   MutexLock l(&stats_mu_);
-  served_[job_id].wire_bytes += static_cast<int64_t>(resp.element().size());
+  std::shared_ptr<JobCounters>& c = served_[job_id];
+  if (!c) c = std::make_shared<JobCounters>();
+  return c;
+}
+
+void Worker::CountWireBytes(JobCounters* served, const GetElementResponse& resp) {
+  served->wire_bytes.fetch_add(static_cast<int64_t>(resp.element().size()),
+                               std::memory_order_relaxed);
 }
 
 }  // namespace sluice::service

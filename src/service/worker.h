@@ -125,10 +125,15 @@ class Worker {
 
  private:
   struct Task;
-  // Take, also setting *job_id (when not null) to the task's job.
-  void CountWireBytes(int64_t job_id, const GetElementResponse& resp);
+  // What a job was served, counted without a lock (relaxed atomics): every task of the
+  // job holds its counters, so taking an element costs no map lookup.
+  struct JobCounters {
+    std::atomic<int64_t> elements{0}, bytes{0}, wire_bytes{0};
+  };
+  std::shared_ptr<JobCounters> CountersFor(int64_t job_id);
+  static void CountWireBytes(JobCounters* served, const GetElementResponse& resp);
   // GetElement's answer for a taken element (coded, compressed, counted) or end/skip.
-  Status Respond(int64_t job_id, const Element& e, TakeResult r,
+  Status Respond(JobCounters* served, const Element& e, TakeResult r,
                  ElementCompression compression, GetElementResponse* resp);
   Status Heartbeat();
   void HeartbeatLoop();
@@ -169,7 +174,7 @@ class Worker {
   std::atomic<int64_t> skips_{0};
   std::atomic<int64_t> wait_ns_{0};
   mutable Mutex stats_mu_;  // after mu_ and Task::mu when nested
-  std::map<int64_t, JobServed> served_ GUARDED_BY(stats_mu_);
+  std::map<int64_t, std::shared_ptr<JobCounters>> served_ GUARDED_BY(stats_mu_);
   std::atomic<int64_t> cache_skipped_{0};
   // The advisor's report: elements produced (all tasks), and what was last reported.
   std::atomic<int64_t> produced_{0};
