@@ -121,12 +121,11 @@ struct Worker::Task {
   Status error GUARDED_BY(mu);
   std::atomic<bool> cancelled{false};
   std::thread thread;
-  // Direct tasks (local consumers): no producing loop; takers pull `it` themselves, one
-  // at a time under pull_mu. Set once by RunTask (ready), read by takers afterwards.
+  // Direct tasks (local consumers): no thread; takers pull `it` themselves, one at a
+  // time under pull_mu, and the first builds it.
   bool direct = false;
-  bool ready GUARDED_BY(mu) = false;
   Mutex pull_mu;
-  std::unique_ptr<Iterator> it;
+  std::unique_ptr<Iterator> it GUARDED_BY(pull_mu);
   // Cross-trainer-cache jobs: every trainer reads the task's stream through the cache.
   std::unique_ptr<CrossTrainerCache> cache;
   // Coordinated reads (def.num_consumers() > 0).
@@ -307,7 +306,14 @@ Status Worker::Heartbeat() {
   req.set_ram_budget(config_.ram_budget);
   // The advisor's report: this process's CPU (a worker process's is its pipelines' and
   // serving's) and the elements produced since the previous heartbeat.
-  req.set_cores(config_.cpu_budget > 0 ? config_.cpu_budget : AvailableCores());
+  // The cores (cgroup files) are read again once a second at most: a heartbeat on a
+  // consumer's thread stays cheap.
+  const int64_t now_ns = MonotonicNs();
+  if (cores_read_ns_ < 0 || now_ns - cores_read_ns_ > 1'000'000'000) {
+    cores_ = config_.cpu_budget > 0 ? config_.cpu_budget : AvailableCores();
+    cores_read_ns_ = now_ns;
+  }
+  req.set_cores(cores_);
   const int64_t cpu_now = ProcessCpuNs(), produced_now = produced_.load();
   {
     MutexLock l(&mu_);
@@ -349,7 +355,7 @@ Status Worker::Heartbeat() {
         t->cache = std::make_unique<CrossTrainerCache>(config_.cross_trainer_cache_bytes);
       }
       tasks_[def.task_id()] = t;
-      t->thread = std::thread([this, t] { RunTask(t); });
+      if (!t->direct) t->thread = std::thread([this, t] { RunTask(t); });
     }
   }
   for (auto& t : removed) {
@@ -420,21 +426,21 @@ Result<Dataset> Worker::CachedDataset(const TaskDef& def) {
   return ds;
 }
 
-void Worker::RunTask(std::shared_ptr<Task> t) {
-  auto fail = [&](Status s) {
-    ++task_errors_;
-    Log("warning", "worker", "task failed",
-        {{"worker", config_.address},
-         {"task_id", std::to_string(t->def.task_id())},
-         {"job_id", std::to_string(t->def.job_id())},
-         {"error", s.ToString()}});
-    MutexLock l(&t->mu);
-    t->error = s.WithContext("worker " + config_.address + " task " +
-                             std::to_string(t->def.task_id()));
-    t->cv.SignalAll();
-  };
-  Result<Dataset> ds = CachedDataset(t->def);
-  if (!ds.ok()) return fail(ds.status());
+void Worker::FailTask(Task* t, const Status& s) {
+  ++task_errors_;
+  Log("warning", "worker", "task failed",
+      {{"worker", config_.address},
+       {"task_id", std::to_string(t->def.task_id())},
+       {"job_id", std::to_string(t->def.job_id())},
+       {"error", s.ToString()}});
+  MutexLock l(&t->mu);
+  t->error = s.WithContext("worker " + config_.address + " task " +
+                           std::to_string(t->def.task_id()));
+  t->cv.SignalAll();
+}
+
+Result<std::unique_ptr<Iterator>> Worker::MakeTaskIterator(Task* t) {
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds, CachedDataset(t->def));
   std::shared_ptr<SplitProvider> provider;
   const int64_t n = t->def.num_workers(), i = t->def.worker_index();
   switch (t->def.sharding_policy()) {
@@ -444,31 +450,26 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
           config_.dispatcher_retry_ms, &t->cancelled, &split_rpcs_);
       break;
     case FILE: {
-      Result<std::shared_ptr<SplitProvider>> local = ds->MakeSplitProvider();
-      if (!local.ok()) return fail(local.status());
-      auto sharded = ShardingSplitProvider::Make(n, i, *local);
-      if (!sharded.ok()) return fail(sharded.status());
-      provider = *sharded;
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<SplitProvider> local,
+                              ds.MakeSplitProvider());
+      SLUICE_ASSIGN_OR_RETURN(provider, ShardingSplitProvider::Make(n, i, local));
       break;
     }
     case DATA:
-      *ds = ds->Shard(n, i);
+      ds = ds.Shard(n, i);
       break;
     default:
       break;
   }
-  Result<std::unique_ptr<Iterator>> it = ds->MakeIterator(provider);
-  if (!it.ok()) return fail(it.status());
-  if (t->direct) {
-    MutexLock l(&t->mu);
-    t->it = std::move(*it);
-    t->ready = true;
-    t->cv.SignalAll();
-    return;
-  }
+  return ds.MakeIterator(provider);
+}
+
+void Worker::RunTask(std::shared_ptr<Task> t) {
+  Result<std::unique_ptr<Iterator>> it = MakeTaskIterator(t.get());
+  if (!it.ok()) return FailTask(t.get(), it.status());
   while (!t->cancelled) {
     Result<std::optional<Element>> e = (*it)->GetNext();
-    if (!e.ok()) return fail(e.status());
+    if (!e.ok()) return FailTask(t.get(), e.status());
     MutexLock l(&t->mu);
     if (!e->has_value()) {
       t->ended = true;
@@ -613,31 +614,29 @@ Status Worker::TakeRaw(Task* t, Element* element, TakeResult* result) {
 }
 
 Status Worker::TakeDirect(Task* t, Element* element, TakeResult* result) {
-  {
-    MutexLock l(&t->mu);
-    t->cv.WaitFor(&t->mu, std::chrono::milliseconds(config_.get_element_wait_ms),
-                  [&]() REQUIRES(t->mu) {
-                    return t->ready || !t->error.ok() || t->cancelled;
-                  });
-    if (!t->error.ok()) return t->error;
-    if (t->ended) {
-      *result = TakeResult::kEnd;
-      return Status::OK();
-    }
-    if (!t->ready || t->cancelled) {
-      *result = TakeResult::kSkip;
-      return Status::OK();
-    }
-  }
   Result<std::optional<Element>> e = std::optional<Element>();
   {
     MutexLock pull(&t->pull_mu);
     {
       MutexLock l(&t->mu);  // another taker may have seen the end meanwhile
+      if (!t->error.ok()) return t->error;
       if (t->ended) {
         *result = TakeResult::kEnd;
         return Status::OK();
       }
+      if (t->cancelled) {
+        *result = TakeResult::kSkip;
+        return Status::OK();
+      }
+    }
+    if (!t->it) {  // the first take builds the pipeline, as a local MakeIterator would
+      Result<std::unique_ptr<Iterator>> it = MakeTaskIterator(t);
+      if (!it.ok()) {
+        FailTask(t, it.status());
+        MutexLock l(&t->mu);
+        return t->error;
+      }
+      t->it = std::move(*it);
     }
     e = t->it->GetNext();
   }

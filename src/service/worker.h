@@ -20,7 +20,7 @@
 // Tasks of jobs whose consumers are all in this process (target_workers="LOCAL") run
 // direct: no producing thread and no task buffer; Take pulls the pipeline on the
 // consumer's thread (the pipeline's own prefetch is the buffer), which saves a thread
-// hand-off per element.
+// hand-off per element; the first Take builds the pipeline there too.
 //
 // DYNAMIC tasks read their source's splits from leases of Config::lease_splits splits
 // (one GetSplits RPC per lease); FILE tasks read files worker_index, worker_index +
@@ -137,7 +137,12 @@ class Worker {
                  ElementCompression compression, GetElementResponse* resp);
   Status Heartbeat();
   void HeartbeatLoop();
+  // A buffered task's producing thread.
   void RunTask(std::shared_ptr<Task> task);
+  // The task's pipeline, with its split provider or shard.
+  Result<std::unique_ptr<Iterator>> MakeTaskIterator(Task* t);
+  // Records the task's error (counted, logged, given to its takers).
+  void FailTask(Task* t, const Status& s);
   Result<std::shared_ptr<Task>> FindTask(int64_t task_id);
   // The task's next element from its buffer (or its iterator, direct), cache or not.
   Status TakeRaw(Task* t, Element* element, TakeResult* result);
@@ -151,7 +156,8 @@ class Worker {
   // dimension); each consumer takes its own; the round is dropped when all took theirs.
   Status TakeRound(Task* t, int64_t consumer, int64_t round, Element* element,
                    TakeResult* result);
-  // Take for a direct task: pulls its iterator on the caller's thread.
+  // Take for a direct task: pulls its iterator on the caller's thread (the first take
+  // builds it there).
   Status TakeDirect(Task* t, Element* element, TakeResult* result);
   // The task's dataset, rebuilt once per dataset id (so its optimized graph is too, as
   // for a local pipeline's epochs).
@@ -168,6 +174,8 @@ class Worker {
   bool nudged_ GUARDED_BY(mu_) = false;
   std::thread heartbeat_thread_;
   Mutex heartbeat_mu_;  // held through a heartbeat, before mu_
+  int64_t cores_ GUARDED_BY(heartbeat_mu_) = 0;
+  int64_t cores_read_ns_ GUARDED_BY(heartbeat_mu_) = -1;
   std::atomic<int64_t> split_rpcs_{0};
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> task_errors_{0};
