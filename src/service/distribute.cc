@@ -159,12 +159,7 @@ class DataServiceIterator : public IteratorBase {
       StopWaiting();
       return r;
     }
-    if (c_.local_only) {
-      StartWaiting();
-      auto r = GetNextLocal();
-      StopWaiting();
-      return r;
-    }
+    if (c_.local_only) return GetNextLocal();
     MutexLock l(&mu_);
     if (queue_.empty()) {
       waiting_since_ = MonotonicNs();
@@ -189,6 +184,13 @@ class DataServiceIterator : public IteratorBase {
   // the tasks, with no fetch thread in between.
   Result<std::optional<Element>> GetNextLocal() {
     MutexLock l(&mu_);
+    waiting_since_ = MonotonicNs();  // the wait is timed under the lock taken anyway
+    Result<std::optional<Element>> r = GetNextLocalLocked(l);
+    wait_ns_ += MonotonicNs() - waiting_since_;
+    waiting_since_ = -1;
+    return r;
+  }
+  Result<std::optional<Element>> GetNextLocalLocked(MutexLock& l) REQUIRES(mu_) {
     for (int64_t retry_ms = 0;;) {
       if (!error_.ok()) return error_;
       if (Finished()) {

@@ -16,6 +16,20 @@ struct LocalRegistry {
   CondVar cv;
   std::map<std::string, Worker*> workers GUARDED_BY(mu);
   std::map<std::string, int> in_use GUARDED_BY(mu);
+  // Acquires the worker at `address` for one call (nullptr: none); *count is the
+  // address's in-use count, to pass to Release (map nodes stay put).
+  Worker* Acquire(const std::string& address, int** count) {
+    MutexLock l(&mu);
+    auto it = workers.find(address);
+    if (it == workers.end()) return nullptr;
+    *count = &in_use.try_emplace(it->first, 0).first->second;
+    ++**count;
+    return it->second;
+  }
+  void Release(int* count) {
+    MutexLock l(&mu);
+    if (--*count == 0) cv.SignalAll();
+  }
 };
 
 LocalRegistry& Registry() {
@@ -75,18 +89,11 @@ Status TakeFromLocalWorker(const std::string& address, int64_t task_id,
                            const std::string& trainer_id, Element* element,
                            Worker::TakeResult* result, int64_t* skipped) {
   LocalRegistry& r = Registry();
-  Worker* w;
-  {
-    MutexLock l(&r.mu);
-    auto it = r.workers.find(address);
-    if (it == r.workers.end())
-      return UnavailableError("local worker " + address + " is gone");
-    w = it->second;
-    ++r.in_use[address];
-  }
+  int* count = nullptr;
+  Worker* w = r.Acquire(address, &count);
+  if (w == nullptr) return UnavailableError("local worker " + address + " is gone");
   Status s = w->Take(task_id, trainer_id, element, result, skipped);
-  MutexLock l(&r.mu);
-  if (--r.in_use[address] == 0) r.cv.SignalAll();
+  r.Release(count);
   return s;
 }
 
