@@ -7,9 +7,14 @@
 //   through
 //     Distribute with a worker in this process (target_workers="LOCAL"): ns_per_batch;
 //     the overhead is the ratio of the two.
-//   BM_LocalWorkerOverhead: the two alternated epoch by epoch (the figure to quote on a
-//     shared machine): overhead_percent, median_pair_overhead_percent,
-//     cpu_overhead_percent (process CPU, getrusage), {plain,local}_cpu_ms_per_epoch.
+//   BM_LocalWorkerOverhead: the two alternated epoch by epoch, 60 pairs (the figure to
+//     quote on a shared machine): median_pair_overhead_percent (wall) with
+//     median_pair_ci95_{low,high}, pairs_local_slower and sign_test_p;
+//     median_pair_cpu_overhead_percent (process CPU, getrusage) with its interval;
+//     overhead_percent and cpu_overhead_percent from the sums; {plain,local}_{,cpu_}
+//     ms_per_epoch.
+//   BM_LocalWorkerPerElement: what a LOCAL read adds per element (int64 scalars):
+//     local_extra_ns_per_element, local_extra_cpu_ns_per_element, 95% intervals.
 //   BM_LocalWorkerEpochSetup: the fixed CPU cost of one LOCAL epoch (job set-up, task
 //     start, release) on a one-element pipeline: cpu_us_per_epoch.
 //   BM_RemoteClientCpu/{tiny,images}: a client reading from two `sluice worker`
@@ -28,6 +33,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "paired_stats.h"
 #include "service/dispatcher.h"
 #include "service/grpc_transport.h"
 #include "sluice/dataset.h"
@@ -192,8 +198,10 @@ double ProcessCpuNs() {
          (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e3;
 }
 
-// Plain and LOCAL-worker epochs alternated, so both see the same machine load: the
-// overhead in percent from the sums and as the median of the per-pair ratios.
+// Plain and LOCAL-worker epochs alternated (A B, then B A, so neither always runs
+// second), so both see the same machine load: the overhead in percent from the sums, and
+// per pair (bench/paired_stats.h) as the median of the ratios with its 95% bootstrap
+// interval and a sign test, for wall time and for process CPU time.
 void BM_LocalWorkerOverhead(benchmark::State& state) {
   auto dispatcher = DispatchServer::Start({});
   if (!dispatcher.ok())
@@ -208,35 +216,100 @@ void BM_LocalWorkerOverhead(benchmark::State& state) {
   o.processing_mode = ShardingPolicy::kOff;
   Dataset plain = ImagePipeline();
   Dataset local = Distribute(plain, o);
-  double plain_ns = 0, local_ns = 0;
-  std::vector<double> ratios;
+  std::vector<double> plain_wall, local_wall, plain_cpu, local_cpu;
   int64_t batches = 0;
-  double plain_cpu = 0, local_cpu = 0;
   for (auto _ : state) {
-    const double c0 = ProcessCpuNs();
-    const auto t0 = std::chrono::steady_clock::now();
-    Drain(state, plain, &batches);
-    const double c1 = ProcessCpuNs();
-    const auto t1 = std::chrono::steady_clock::now();
-    Drain(state, local, &batches);
-    const auto t2 = std::chrono::steady_clock::now();
-    plain_cpu += c1 - c0;
-    local_cpu += ProcessCpuNs() - c1;
-    plain_ns += (t1 - t0).count();
-    local_ns += (t2 - t1).count();
-    ratios.push_back(static_cast<double>((t2 - t1).count()) / (t1 - t0).count());
+    bench::RoundClock p, l;
+    const bool plain_first = plain_wall.size() % 2 == 0;
+    for (int k = 0; k < 2; ++k) {
+      bench::RoundClock& c = (k == 0) == plain_first ? p : l;
+      c.Start();
+      Drain(state, &c == &p ? plain : local, &batches);
+      c.Stop();
+    }
+    plain_wall.push_back(p.wall_s());
+    local_wall.push_back(l.wall_s());
+    plain_cpu.push_back(p.cpu_s());
+    local_cpu.push_back(l.cpu_s());
   }
-  std::sort(ratios.begin(), ratios.end());
-  state.counters["overhead_percent"] = (local_ns / plain_ns - 1) * 100;
-  state.counters["cpu_overhead_percent"] = (local_cpu / plain_cpu - 1) * 100;
-  state.counters["median_pair_overhead_percent"] = (ratios[ratios.size() / 2] - 1) * 100;
-  state.counters["plain_ms_per_epoch"] = plain_ns / ratios.size() / 1e6;
-  state.counters["local_ms_per_epoch"] = local_ns / ratios.size() / 1e6;
-  state.counters["plain_cpu_ms_per_epoch"] = plain_cpu / ratios.size() / 1e6;
-  state.counters["local_cpu_ms_per_epoch"] = local_cpu / ratios.size() / 1e6;
+  const auto sum = [](const std::vector<double>& v) {
+    double t = 0;
+    for (double x : v) t += x;
+    return t;
+  };
+  const double n = static_cast<double>(plain_wall.size());
+  const bench::PairedSummary wall = bench::SummarizePairs(plain_wall, local_wall);
+  const bench::PairedSummary cpu = bench::SummarizePairs(plain_cpu, local_cpu);
+  state.counters["overhead_percent"] = (sum(local_wall) / sum(plain_wall) - 1) * 100;
+  state.counters["cpu_overhead_percent"] = (sum(local_cpu) / sum(plain_cpu) - 1) * 100;
+  state.counters["median_pair_overhead_percent"] = (wall.median_ratio - 1) * 100;
+  state.counters["median_pair_ci95_low"] = (wall.ci_low - 1) * 100;
+  state.counters["median_pair_ci95_high"] = (wall.ci_high - 1) * 100;
+  state.counters["pairs_local_slower"] = wall.b_greater;
+  state.counters["sign_test_p"] = wall.sign_p;
+  state.counters["median_pair_cpu_overhead_percent"] = (cpu.median_ratio - 1) * 100;
+  state.counters["median_pair_cpu_ci95_low"] = (cpu.ci_low - 1) * 100;
+  state.counters["median_pair_cpu_ci95_high"] = (cpu.ci_high - 1) * 100;
+  state.counters["plain_ms_per_epoch"] = sum(plain_wall) / n * 1e3;
+  state.counters["local_ms_per_epoch"] = sum(local_wall) / n * 1e3;
+  state.counters["plain_cpu_ms_per_epoch"] = sum(plain_cpu) / n * 1e3;
+  state.counters["local_cpu_ms_per_epoch"] = sum(local_cpu) / n * 1e3;
 }
 BENCHMARK(BM_LocalWorkerOverhead)
-    ->Iterations(40)
+    ->Iterations(60)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// What a LOCAL read adds per element: 20000 int64 scalars read plain and through a LOCAL
+// worker, alternated (A B / B A) over 30 pairs: local_extra_ns_per_element (median of
+// the pairs' wall difference per element, with its 95% interval as ci95_{low,high}) and
+// local_extra_cpu_ns_per_element (process CPU); the per-epoch set-up is in it too
+// (BM_LocalWorkerEpochSetup: about 0.2 ms, 10 ns an element here).
+void BM_LocalWorkerPerElement(benchmark::State& state) {
+  auto dispatcher = DispatchServer::Start({});
+  if (!dispatcher.ok())
+    return state.SkipWithError(dispatcher.status().ToString().c_str());
+  WorkerOptions w;
+  w.dispatcher = (*dispatcher)->target();
+  auto worker = WorkServer::Start(w);
+  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
+  DistributeOptions o;
+  o.service = (*dispatcher)->target();
+  o.target_workers = "LOCAL";
+  o.processing_mode = ShardingPolicy::kOff;
+  constexpr int64_t kElements = 20000;
+  Dataset plain = Dataset::Range(kElements);
+  Dataset local = Distribute(plain, o);
+  std::vector<double> wall_diff, cpu_diff, zero, plain_wall;
+  int64_t elements = 0;
+  for (auto _ : state) {
+    bench::RoundClock p, l;
+    const bool plain_first = wall_diff.size() % 2 == 0;
+    for (int k = 0; k < 2; ++k) {
+      bench::RoundClock& c = (k == 0) == plain_first ? p : l;
+      c.Start();
+      Drain(state, &c == &p ? plain : local, &elements);
+      c.Stop();
+    }
+    // Differences, shifted by 1 s so that SummarizePairs' ratios against 1 s are them.
+    wall_diff.push_back(1 + (l.wall_s() - p.wall_s()));
+    cpu_diff.push_back(1 + (l.cpu_s() - p.cpu_s()));
+    zero.push_back(1);
+    plain_wall.push_back(p.wall_s());
+  }
+  const bench::PairedSummary wall = bench::SummarizePairs(zero, wall_diff);
+  const bench::PairedSummary cpu = bench::SummarizePairs(zero, cpu_diff);
+  const double ns = 1e9 / kElements;
+  state.counters["plain_ns_per_element"] = bench::MedianOf(plain_wall) * ns;
+  state.counters["local_extra_ns_per_element"] = (wall.median_ratio - 1) * ns;
+  state.counters["ci95_low"] = (wall.ci_low - 1) * ns;
+  state.counters["ci95_high"] = (wall.ci_high - 1) * ns;
+  state.counters["local_extra_cpu_ns_per_element"] = (cpu.median_ratio - 1) * ns;
+  state.counters["cpu_ci95_low"] = (cpu.ci_low - 1) * ns;
+  state.counters["cpu_ci95_high"] = (cpu.ci_high - 1) * ns;
+}
+BENCHMARK(BM_LocalWorkerPerElement)
+    ->Iterations(30)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -109,8 +109,7 @@ class DataServiceIterator : public IteratorBase {
 
   Status Initialize(const IteratorContext&) override {
     SLUICE_ASSIGN_OR_RETURN(security_, LoadSecurity(c_.security, "distribute"));
-    dispatcher_ =
-        std::make_shared<GrpcDispatcherClient>(c_.dispatcher, kRpcDeadlineMs, security_);
+    dispatcher_ = MakeDispatcherClient(c_.dispatcher, kRpcDeadlineMs, security_);
     // Later epochs skip registering the graph again (a dispatcher that forgot it, having
     // no journal, answers NotFound and it is registered anew).
     GetOrCreateJobRequest jreq;
@@ -160,12 +159,7 @@ class DataServiceIterator : public IteratorBase {
       StopWaiting();
       return r;
     }
-    if (c_.local_only) {
-      StartWaiting();
-      auto r = GetNextLocal();
-      StopWaiting();
-      return r;
-    }
+    if (c_.local_only) return GetNextLocal();
     MutexLock l(&mu_);
     if (queue_.empty()) {
       waiting_since_ = MonotonicNs();
@@ -190,26 +184,41 @@ class DataServiceIterator : public IteratorBase {
   // the tasks, with no fetch thread in between.
   Result<std::optional<Element>> GetNextLocal() {
     MutexLock l(&mu_);
+    waiting_since_ = MonotonicNs();  // the wait is timed under the lock taken anyway
+    Result<std::optional<Element>> r = GetNextLocalLocked(l);
+    wait_ns_ += MonotonicNs() - waiting_since_;
+    waiting_since_ = -1;
+    return r;
+  }
+  Result<std::optional<Element>> GetNextLocalLocked(MutexLock& l) REQUIRES(mu_) {
     for (int64_t retry_ms = 0;;) {
       if (!error_.ok()) return error_;
       if (Finished()) {
         report_.finished = true;
         return std::optional<Element>();
       }
-      std::vector<std::pair<int64_t, std::string>> open;
-      for (const auto& [id, t] : tasks_) {
-        if (!t.done && !t.lost) open.emplace_back(id, t.info.worker_address());
-      }
-      if (open.empty()) {  // no local task yet: wait for the heartbeat to bring one
+      // Round robin over the open tasks, with no allocation per element (tasks_ only
+      // grows while the iterator lives, so `address` stays valid unlocked).
+      size_t open = 0;
+      for (const auto& [id, t] : tasks_) open += !t.done && !t.lost;
+      if (open == 0) {  // no local task yet: wait for the heartbeat to bring one
         cv_.WaitFor(&mu_, std::chrono::milliseconds(10));
         continue;
       }
-      const auto& [task_id, address] = open[next_task_++ % open.size()];
+      size_t pick = next_task_++ % open;
+      int64_t task_id = 0;
+      const std::string* address = nullptr;
+      for (const auto& [id, t] : tasks_) {
+        if (t.done || t.lost || pick-- > 0) continue;
+        task_id = id;
+        address = &t.info.worker_address();
+        break;
+      }
       l.Unlock();
       Element e;
       Worker::TakeResult r = Worker::TakeResult::kSkip;
       int64_t skipped = 0;
-      Status s = TakeFromLocalWorker(address, task_id, c_.trainer_id, &e, &r, &skipped);
+      Status s = TakeFromLocalWorker(*address, task_id, c_.trainer_id, &e, &r, &skipped);
       l.Lock();
       report_.skipped_elements += skipped;
       if (s.ok() && r == Worker::TakeResult::kElement) {
@@ -219,8 +228,17 @@ class DataServiceIterator : public IteratorBase {
       if (s.ok() && r == Worker::TakeResult::kEnd) tasks_[task_id].done = true;
       if (s.ok()) continue;
       if (s.code() == StatusCode::kNotFound) {
-        NudgeLocalWorker(address);  // it has not heard of the job yet
-        retry_ms = retry_ms == 0 ? 1 : std::min<int64_t>(retry_ms * 2, 200);
+        // The worker has not heard of the job yet: it heartbeats now, on this thread,
+        // and the take is retried at once; then (the dispatcher is away) with backoff.
+        if (retry_ms == 0) {
+          retry_ms = 1;
+          l.Unlock();
+          Status hb = HeartbeatLocalWorker(*address);
+          l.Lock();
+          if (hb.ok()) continue;
+        }
+        NudgeLocalWorker(*address);
+        retry_ms = std::min<int64_t>(retry_ms * 2, 200);
         cv_.WaitFor(&mu_, std::chrono::milliseconds(retry_ms));
         continue;
       }

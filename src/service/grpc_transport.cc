@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 
 #include "service/metrics.h"
 #include "service/proto/service.grpc.pb.h"
@@ -122,6 +123,35 @@ SLUICE_DISPATCHER_CALL(WorkerHeartbeat)
 SLUICE_DISPATCHER_CALL(GetSplits)
 #undef SLUICE_DISPATCHER_CALL
 
+// ---- dispatchers in this process ----
+
+namespace {
+struct LocalDispatchers {
+  Mutex mu;
+  CondVar cv;
+  std::map<std::string, GrpcDispatcherServer*> servers GUARDED_BY(mu);
+  int64_t in_use GUARDED_BY(mu) = 0;
+  std::atomic<int64_t> calls{0};
+};
+
+LocalDispatchers& Dispatchers() {
+  static auto* d = new LocalDispatchers();
+  return *d;
+}
+
+// The addresses a client in this process may name for a server on host:port.
+std::vector<std::string> LocalAddresses(const std::string& host, int port) {
+  const std::string p = ":" + std::to_string(port);
+  std::vector<std::string> a = {host + p};
+  if (host == "127.0.0.1" || host == "localhost" || host == "0.0.0.0" || host == "[::]") {
+    for (const char* h : {"127.0.0.1", "localhost"}) {
+      if (h != host) a.push_back(h + p);
+    }
+  }
+  return a;
+}
+}  // namespace
+
 // ---- worker stub ----
 
 namespace {
@@ -182,6 +212,71 @@ struct GrpcDispatcherServer::Service : public DispatcherService::Service {
 
 const RpcCounters& GrpcDispatcherServer::rpc_counters() const { return service_->rpc; }
 
+class LocalDispatcherClient : public DispatcherClient {
+ public:
+  LocalDispatcherClient(std::string address, int64_t deadline_ms, Security security)
+      : address_(std::move(address)),
+        deadline_ms_(deadline_ms),
+        security_(std::move(security)),
+        local_(security_.token.empty() && !security_.tls()) {}
+
+#define SLUICE_LOCAL_DISPATCHER_CALL(Method)                                   \
+  Status Method(const Method##Request& req, Method##Response* resp) override { \
+    if (GrpcDispatcherServer* s = local_ ? Acquire() : nullptr) {              \
+      Status st = CheckRequestBounds(req);                                     \
+      if (st.ok()) st = s->dispatcher_->Method(req, resp);                     \
+      s->service_->rpc.Count(#Method, static_cast<int>(st.code()));            \
+      Release();                                                               \
+      return st;                                                               \
+    }                                                                          \
+    return Grpc()->Method(req, resp);                                          \
+  }
+  SLUICE_LOCAL_DISPATCHER_CALL(GetOrRegisterDataset)
+  SLUICE_LOCAL_DISPATCHER_CALL(GetOrCreateJob)
+  SLUICE_LOCAL_DISPATCHER_CALL(ClientHeartbeat)
+  SLUICE_LOCAL_DISPATCHER_CALL(ReleaseJobClient)
+  SLUICE_LOCAL_DISPATCHER_CALL(WorkerHeartbeat)
+  SLUICE_LOCAL_DISPATCHER_CALL(GetSplits)
+#undef SLUICE_LOCAL_DISPATCHER_CALL
+
+ private:
+  GrpcDispatcherServer* Acquire() {
+    LocalDispatchers& d = Dispatchers();
+    MutexLock l(&d.mu);
+    auto it = d.servers.find(address_);
+    if (it == d.servers.end()) return nullptr;
+    ++d.in_use;
+    d.calls.fetch_add(1, std::memory_order_relaxed);
+    return it->second;
+  }
+  void Release() {
+    LocalDispatchers& d = Dispatchers();
+    MutexLock l(&d.mu);
+    if (--d.in_use == 0) d.cv.SignalAll();
+  }
+  GrpcDispatcherClient* Grpc() {
+    MutexLock l(&mu_);
+    if (!grpc_)
+      grpc_ = std::make_unique<GrpcDispatcherClient>(address_, deadline_ms_, security_);
+    return grpc_.get();
+  }
+
+  const std::string address_;
+  const int64_t deadline_ms_;
+  const Security security_;
+  const bool local_;
+  Mutex mu_;
+  std::unique_ptr<GrpcDispatcherClient> grpc_ GUARDED_BY(mu_);
+};
+
+int64_t InProcessDispatcherCalls() { return Dispatchers().calls.load(); }
+
+std::shared_ptr<DispatcherClient> MakeDispatcherClient(const std::string& address,
+                                                       int64_t deadline_ms,
+                                                       const Security& security) {
+  return std::make_shared<LocalDispatcherClient>(address, deadline_ms, security);
+}
+
 Result<std::unique_ptr<GrpcDispatcherServer>> GrpcDispatcherServer::Start(
     DispatcherConfig config, const std::string& host, int port, int64_t tick_ms,
     const Security& security) {
@@ -198,6 +293,13 @@ Result<std::unique_ptr<GrpcDispatcherServer>> GrpcDispatcherServer::Start(
   if (s->server_ == nullptr || s->port_ == 0) {
     return UnavailableError("dispatcher: cannot listen on " + host + ":" +
                             std::to_string(port));
+  }
+  if (security.token.empty() && !security.tls()) {
+    LocalDispatchers& d = Dispatchers();
+    MutexLock l(&d.mu);
+    for (std::string& a : LocalAddresses(host, s->port_)) {
+      if (d.servers.emplace(a, s.get()).second) s->local_addresses_.push_back(a);
+    }
   }
   GrpcDispatcherServer* self = s.get();
   s->ticker_ = std::thread([self, tick_ms] {
@@ -217,6 +319,13 @@ Result<std::unique_ptr<GrpcDispatcherServer>> GrpcDispatcherServer::Start(
 GrpcDispatcherServer::~GrpcDispatcherServer() { Stop(); }
 
 void GrpcDispatcherServer::Stop() {
+  if (!local_addresses_.empty()) {  // in-process clients go over gRPC from now on
+    LocalDispatchers& d = Dispatchers();
+    MutexLock l(&d.mu);
+    for (const std::string& a : local_addresses_) d.servers.erase(a);
+    local_addresses_.clear();
+    d.cv.Wait(&d.mu, [&]() REQUIRES(d.mu) { return d.in_use == 0; });
+  }
   {
     MutexLock l(&mu_);
     stopping_ = true;
@@ -272,8 +381,7 @@ Result<std::unique_ptr<GrpcWorkerServer>> GrpcWorkerServer::Start(
   }
   if (config.address.empty()) config.address = host + ":" + std::to_string(s->port_);
   s->worker_ = std::make_unique<Worker>(
-      std::move(config),
-      std::make_shared<GrpcDispatcherClient>(dispatcher, kRpcDeadlineMs, security));
+      std::move(config), MakeDispatcherClient(dispatcher, kRpcDeadlineMs, security));
   // The dispatcher may still be starting: registration retries for a while.
   SLUICE_RETURN_IF_ERROR(RetryUnavailable(30000, [&] { return s->worker_->Start(); }));
   s->service_->worker = s->worker_.get();

@@ -19,6 +19,8 @@ void UnregisterLocalWorker(const std::string& address);
 bool IsLocalWorker(const std::string& address);
 // Worker::Nudge on the local worker at `address`, if there is one.
 void NudgeLocalWorker(const std::string& address);
+// Worker::HeartbeatNow on the local worker at `address` (Unavailable once it is gone).
+Status HeartbeatLocalWorker(const std::string& address);
 // Reads the local worker at `address` directly (Unavailable once it is gone).
 std::unique_ptr<WorkerClient> MakeLocalWorkerClient(const std::string& address);
 // Takes one element from a local worker without coding it.

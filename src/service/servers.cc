@@ -16,6 +16,20 @@ struct LocalRegistry {
   CondVar cv;
   std::map<std::string, Worker*> workers GUARDED_BY(mu);
   std::map<std::string, int> in_use GUARDED_BY(mu);
+  // Acquires the worker at `address` for one call (nullptr: none); *count is the
+  // address's in-use count, to pass to Release (map nodes stay put).
+  Worker* Acquire(const std::string& address, int** count) {
+    MutexLock l(&mu);
+    auto it = workers.find(address);
+    if (it == workers.end()) return nullptr;
+    *count = &in_use.try_emplace(it->first, 0).first->second;
+    ++**count;
+    return it->second;
+  }
+  void Release(int* count) {
+    MutexLock l(&mu);
+    if (--*count == 0) cv.SignalAll();
+  }
 };
 
 LocalRegistry& Registry() {
@@ -49,14 +63,7 @@ void NudgeLocalWorker(const std::string& address) {
   if (it != r.workers.end()) it->second->Nudge();
 }
 
-Status TakeFromLocalWorker(const std::string& address, int64_t task_id, Element* element,
-                           Worker::TakeResult* result) {
-  return TakeFromLocalWorker(address, task_id, "", element, result, nullptr);
-}
-
-Status TakeFromLocalWorker(const std::string& address, int64_t task_id,
-                           const std::string& trainer_id, Element* element,
-                           Worker::TakeResult* result, int64_t* skipped) {
+Status HeartbeatLocalWorker(const std::string& address) {
   LocalRegistry& r = Registry();
   Worker* w;
   {
@@ -67,9 +74,26 @@ Status TakeFromLocalWorker(const std::string& address, int64_t task_id,
     w = it->second;
     ++r.in_use[address];
   }
-  Status s = w->Take(task_id, trainer_id, element, result, skipped);
+  Status s = w->HeartbeatNow();
   MutexLock l(&r.mu);
   if (--r.in_use[address] == 0) r.cv.SignalAll();
+  return s;
+}
+
+Status TakeFromLocalWorker(const std::string& address, int64_t task_id, Element* element,
+                           Worker::TakeResult* result) {
+  return TakeFromLocalWorker(address, task_id, "", element, result, nullptr);
+}
+
+Status TakeFromLocalWorker(const std::string& address, int64_t task_id,
+                           const std::string& trainer_id, Element* element,
+                           Worker::TakeResult* result, int64_t* skipped) {
+  LocalRegistry& r = Registry();
+  int* count = nullptr;
+  Worker* w = r.Acquire(address, &count);
+  if (w == nullptr) return UnavailableError("local worker " + address + " is gone");
+  Status s = w->Take(task_id, trainer_id, element, result, skipped);
+  r.Release(count);
   return s;
 }
 

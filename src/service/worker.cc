@@ -111,6 +111,7 @@ Status RetryUnavailable(int64_t budget_ms, const std::function<Status()>& call) 
 
 struct Worker::Task {
   TaskDef def;
+  std::shared_ptr<JobCounters> counters;  // the job's, set before the task is published
   Mutex mu;
   CondVar cv;
   std::deque<Element> buffer GUARDED_BY(mu);
@@ -120,12 +121,11 @@ struct Worker::Task {
   Status error GUARDED_BY(mu);
   std::atomic<bool> cancelled{false};
   std::thread thread;
-  // Direct tasks (local consumers): no producing loop; takers pull `it` themselves, one
-  // at a time under pull_mu. Set once by RunTask (ready), read by takers afterwards.
+  // Direct tasks (local consumers): no thread; takers pull `it` themselves, one at a
+  // time under pull_mu, and the first builds it.
   bool direct = false;
-  bool ready GUARDED_BY(mu) = false;
   Mutex pull_mu;
-  std::unique_ptr<Iterator> it;
+  std::unique_ptr<Iterator> it GUARDED_BY(pull_mu);
   // Cross-trainer-cache jobs: every trainer reads the task's stream through the cache.
   std::unique_ptr<CrossTrainerCache> cache;
   // Coordinated reads (def.num_consumers() > 0).
@@ -284,7 +284,12 @@ Worker::Stats Worker::GetStats() const {
   s.split_rpcs = split_rpcs_.load();
   s.client_wait_seconds = static_cast<double>(wait_ns_.load()) * 1e-9;
   MutexLock l(&stats_mu_);
-  s.served = served_;
+  for (const auto& [job, c] : served_) {
+    JobServed& j = s.served[job];
+    j.elements = c->elements.load(std::memory_order_relaxed);
+    j.bytes = c->bytes.load(std::memory_order_relaxed);
+    j.wire_bytes = c->wire_bytes.load(std::memory_order_relaxed);
+  }
   return s;
 }
 
@@ -294,13 +299,21 @@ int64_t Worker::num_tasks() const {
 }
 
 Status Worker::Heartbeat() {
+  MutexLock serial(&heartbeat_mu_);
   WorkerHeartbeatRequest req;
   req.set_worker_address(config_.address);
   req.set_cpu_budget(config_.cpu_budget);
   req.set_ram_budget(config_.ram_budget);
   // The advisor's report: this process's CPU (a worker process's is its pipelines' and
   // serving's) and the elements produced since the previous heartbeat.
-  req.set_cores(config_.cpu_budget > 0 ? config_.cpu_budget : AvailableCores());
+  // The cores (cgroup files) are read again once a second at most: a heartbeat on a
+  // consumer's thread stays cheap.
+  const int64_t now_ns = MonotonicNs();
+  if (cores_read_ns_ < 0 || now_ns - cores_read_ns_ > 1'000'000'000) {
+    cores_ = config_.cpu_budget > 0 ? config_.cpu_budget : AvailableCores();
+    cores_read_ns_ = now_ns;
+  }
+  req.set_cores(cores_);
   const int64_t cpu_now = ProcessCpuNs(), produced_now = produced_.load();
   {
     MutexLock l(&mu_);
@@ -336,12 +349,13 @@ Status Worker::Heartbeat() {
       if (tasks_.count(def.task_id())) continue;
       auto t = std::make_shared<Task>();
       t->def = def;
+      t->counters = CountersFor(def.job_id());
       t->direct = def.local_consumers();
       if (def.cross_trainer_cache()) {
         t->cache = std::make_unique<CrossTrainerCache>(config_.cross_trainer_cache_bytes);
       }
       tasks_[def.task_id()] = t;
-      t->thread = std::thread([this, t] { RunTask(t); });
+      if (!t->direct) t->thread = std::thread([this, t] { RunTask(t); });
     }
   }
   for (auto& t : removed) {
@@ -412,21 +426,21 @@ Result<Dataset> Worker::CachedDataset(const TaskDef& def) {
   return ds;
 }
 
-void Worker::RunTask(std::shared_ptr<Task> t) {
-  auto fail = [&](Status s) {
-    ++task_errors_;
-    Log("warning", "worker", "task failed",
-        {{"worker", config_.address},
-         {"task_id", std::to_string(t->def.task_id())},
-         {"job_id", std::to_string(t->def.job_id())},
-         {"error", s.ToString()}});
-    MutexLock l(&t->mu);
-    t->error = s.WithContext("worker " + config_.address + " task " +
-                             std::to_string(t->def.task_id()));
-    t->cv.SignalAll();
-  };
-  Result<Dataset> ds = CachedDataset(t->def);
-  if (!ds.ok()) return fail(ds.status());
+void Worker::FailTask(Task* t, const Status& s) {
+  ++task_errors_;
+  Log("warning", "worker", "task failed",
+      {{"worker", config_.address},
+       {"task_id", std::to_string(t->def.task_id())},
+       {"job_id", std::to_string(t->def.job_id())},
+       {"error", s.ToString()}});
+  MutexLock l(&t->mu);
+  t->error = s.WithContext("worker " + config_.address + " task " +
+                           std::to_string(t->def.task_id()));
+  t->cv.SignalAll();
+}
+
+Result<std::unique_ptr<Iterator>> Worker::MakeTaskIterator(Task* t) {
+  SLUICE_ASSIGN_OR_RETURN(Dataset ds, CachedDataset(t->def));
   std::shared_ptr<SplitProvider> provider;
   const int64_t n = t->def.num_workers(), i = t->def.worker_index();
   switch (t->def.sharding_policy()) {
@@ -436,31 +450,26 @@ void Worker::RunTask(std::shared_ptr<Task> t) {
           config_.dispatcher_retry_ms, &t->cancelled, &split_rpcs_);
       break;
     case FILE: {
-      Result<std::shared_ptr<SplitProvider>> local = ds->MakeSplitProvider();
-      if (!local.ok()) return fail(local.status());
-      auto sharded = ShardingSplitProvider::Make(n, i, *local);
-      if (!sharded.ok()) return fail(sharded.status());
-      provider = *sharded;
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<SplitProvider> local,
+                              ds.MakeSplitProvider());
+      SLUICE_ASSIGN_OR_RETURN(provider, ShardingSplitProvider::Make(n, i, local));
       break;
     }
     case DATA:
-      *ds = ds->Shard(n, i);
+      ds = ds.Shard(n, i);
       break;
     default:
       break;
   }
-  Result<std::unique_ptr<Iterator>> it = ds->MakeIterator(provider);
-  if (!it.ok()) return fail(it.status());
-  if (t->direct) {
-    MutexLock l(&t->mu);
-    t->it = std::move(*it);
-    t->ready = true;
-    t->cv.SignalAll();
-    return;
-  }
+  return ds.MakeIterator(provider);
+}
+
+void Worker::RunTask(std::shared_ptr<Task> t) {
+  Result<std::unique_ptr<Iterator>> it = MakeTaskIterator(t.get());
+  if (!it.ok()) return FailTask(t.get(), it.status());
   while (!t->cancelled) {
     Result<std::optional<Element>> e = (*it)->GetNext();
-    if (!e.ok()) return fail(e.status());
+    if (!e.ok()) return FailTask(t.get(), e.status());
     MutexLock l(&t->mu);
     if (!e->has_value()) {
       t->ended = true;
@@ -594,10 +603,8 @@ Status Worker::TakeRaw(Task* t, Element* element, TakeResult* result) {
     }
   }
   if (taken_bytes >= 0) {
-    MutexLock l(&stats_mu_);
-    JobServed& j = served_[t->def.job_id()];
-    ++j.elements;
-    j.bytes += taken_bytes;
+    t->counters->elements.fetch_add(1, std::memory_order_relaxed);
+    t->counters->bytes.fetch_add(taken_bytes, std::memory_order_relaxed);
   }
   if (newly_served) {
     MutexLock l(&mu_);
@@ -607,31 +614,29 @@ Status Worker::TakeRaw(Task* t, Element* element, TakeResult* result) {
 }
 
 Status Worker::TakeDirect(Task* t, Element* element, TakeResult* result) {
-  {
-    MutexLock l(&t->mu);
-    t->cv.WaitFor(&t->mu, std::chrono::milliseconds(config_.get_element_wait_ms),
-                  [&]() REQUIRES(t->mu) {
-                    return t->ready || !t->error.ok() || t->cancelled;
-                  });
-    if (!t->error.ok()) return t->error;
-    if (t->ended) {
-      *result = TakeResult::kEnd;
-      return Status::OK();
-    }
-    if (!t->ready || t->cancelled) {
-      *result = TakeResult::kSkip;
-      return Status::OK();
-    }
-  }
   Result<std::optional<Element>> e = std::optional<Element>();
   {
     MutexLock pull(&t->pull_mu);
     {
       MutexLock l(&t->mu);  // another taker may have seen the end meanwhile
+      if (!t->error.ok()) return t->error;
       if (t->ended) {
         *result = TakeResult::kEnd;
         return Status::OK();
       }
+      if (t->cancelled) {
+        *result = TakeResult::kSkip;
+        return Status::OK();
+      }
+    }
+    if (!t->it) {  // the first take builds the pipeline, as a local MakeIterator would
+      Result<std::unique_ptr<Iterator>> it = MakeTaskIterator(t);
+      if (!it.ok()) {
+        FailTask(t, it.status());
+        MutexLock l(&t->mu);
+        return t->error;
+      }
+      t->it = std::move(*it);
     }
     e = t->it->GetNext();
   }
@@ -646,10 +651,8 @@ Status Worker::TakeDirect(Task* t, Element* element, TakeResult* result) {
     *element = std::move(**e);
     *result = TakeResult::kElement;
     l.Unlock();
-    MutexLock s(&stats_mu_);
-    JobServed& j = served_[t->def.job_id()];
-    ++j.elements;
-    j.bytes += ElementBytes(*element);
+    t->counters->elements.fetch_add(1, std::memory_order_relaxed);
+    t->counters->bytes.fetch_add(ElementBytes(*element), std::memory_order_relaxed);
     return Status::OK();
   }
   *result = TakeResult::kEnd;
@@ -676,7 +679,7 @@ Status Worker::GetElement(const GetElementRequest& req, GetElementResponse* resp
     TakeResult r;
     SLUICE_RETURN_IF_ERROR(
         TakeRound(t.get(), req.consumer_index(), req.round_index(), &e, &r));
-    return Respond(t->def.job_id(), e, r, req.compression(), resp);
+    return Respond(t->counters.get(), e, r, req.compression(), resp);
   }
   if (t->cache) {
     // The element is coded (and compressed) once, by the trainer that made it.
@@ -707,16 +710,16 @@ Status Worker::GetElement(const GetElementRequest& req, GetElementResponse* resp
     resp->set_skipped_elements(skipped);
     if (r == TakeResult::kEnd) resp->set_end_of_sequence(true);
     if (r == TakeResult::kSkip) resp->set_skip(true);
-    if (r == TakeResult::kElement) CountWireBytes(t->def.job_id(), *resp);
+    if (r == TakeResult::kElement) CountWireBytes(t->counters.get(), *resp);
     return Status::OK();
   }
   Element e;
   TakeResult r;
   SLUICE_RETURN_IF_ERROR(TakeRaw(t.get(), &e, &r));
-  return Respond(t->def.job_id(), e, r, req.compression(), resp);
+  return Respond(t->counters.get(), e, r, req.compression(), resp);
 }
 
-Status Worker::Respond(int64_t job_id, const Element& e, TakeResult r,
+Status Worker::Respond(JobCounters* served, const Element& e, TakeResult r,
                        ElementCompression compression, GetElementResponse* resp) {
   if (r == TakeResult::kEnd) resp->set_end_of_sequence(true);
   if (r == TakeResult::kSkip) resp->set_skip(true);
@@ -724,13 +727,20 @@ Status Worker::Respond(int64_t job_id, const Element& e, TakeResult r,
   std::string bytes;
   EncodeElement(e, &bytes);
   SLUICE_RETURN_IF_ERROR(CompressElement(std::move(bytes), compression, resp));
-  CountWireBytes(job_id, *resp);
+  CountWireBytes(served, *resp);
   return Status::OK();
 }
 
-void Worker::CountWireBytes(int64_t job_id, const GetElementResponse& resp) {
+std::shared_ptr<Worker::JobCounters> Worker::CountersFor(int64_t job_id) {
   MutexLock l(&stats_mu_);
-  served_[job_id].wire_bytes += static_cast<int64_t>(resp.element().size());
+  std::shared_ptr<JobCounters>& c = served_[job_id];
+  if (!c) c = std::make_shared<JobCounters>();
+  return c;
+}
+
+void Worker::CountWireBytes(JobCounters* served, const GetElementResponse& resp) {
+  served->wire_bytes.fetch_add(static_cast<int64_t>(resp.element().size()),
+                               std::memory_order_relaxed);
 }
 
 }  // namespace sluice::service

@@ -20,7 +20,7 @@
 // Tasks of jobs whose consumers are all in this process (target_workers="LOCAL") run
 // direct: no producing thread and no task buffer; Take pulls the pipeline on the
 // consumer's thread (the pipeline's own prefetch is the buffer), which saves a thread
-// hand-off per element.
+// hand-off per element; the first Take builds the pipeline there too.
 //
 // DYNAMIC tasks read their source's splits from leases of Config::lease_splits splits
 // (one GetSplits RPC per lease); FILE tasks read files worker_index, worker_index +
@@ -93,6 +93,10 @@ class Worker {
   // Heartbeats now instead of at the next interval (a local client found no task: the
   // worker may not have heard of a new job yet).
   void Nudge();
+  // Heartbeats now, on the caller's thread, and returns once the worker runs every task
+  // the dispatcher assigned it (a local client whose task the worker has not heard of
+  // yet: no wait for the heartbeat loop). Heartbeats never overlap.
+  Status HeartbeatNow() { return Heartbeat(); }
 
   // What the worker's /metrics exports (docs/service.md, "Metrics and logs").
   struct JobServed {
@@ -121,14 +125,24 @@ class Worker {
 
  private:
   struct Task;
-  // Take, also setting *job_id (when not null) to the task's job.
-  void CountWireBytes(int64_t job_id, const GetElementResponse& resp);
+  // What a job was served, counted without a lock (relaxed atomics): every task of the
+  // job holds its counters, so taking an element costs no map lookup.
+  struct JobCounters {
+    std::atomic<int64_t> elements{0}, bytes{0}, wire_bytes{0};
+  };
+  std::shared_ptr<JobCounters> CountersFor(int64_t job_id);
+  static void CountWireBytes(JobCounters* served, const GetElementResponse& resp);
   // GetElement's answer for a taken element (coded, compressed, counted) or end/skip.
-  Status Respond(int64_t job_id, const Element& e, TakeResult r,
+  Status Respond(JobCounters* served, const Element& e, TakeResult r,
                  ElementCompression compression, GetElementResponse* resp);
   Status Heartbeat();
   void HeartbeatLoop();
+  // A buffered task's producing thread.
   void RunTask(std::shared_ptr<Task> task);
+  // The task's pipeline, with its split provider or shard.
+  Result<std::unique_ptr<Iterator>> MakeTaskIterator(Task* t);
+  // Records the task's error (counted, logged, given to its takers).
+  void FailTask(Task* t, const Status& s);
   Result<std::shared_ptr<Task>> FindTask(int64_t task_id);
   // The task's next element from its buffer (or its iterator, direct), cache or not.
   Status TakeRaw(Task* t, Element* element, TakeResult* result);
@@ -142,7 +156,8 @@ class Worker {
   // dimension); each consumer takes its own; the round is dropped when all took theirs.
   Status TakeRound(Task* t, int64_t consumer, int64_t round, Element* element,
                    TakeResult* result);
-  // Take for a direct task: pulls its iterator on the caller's thread.
+  // Take for a direct task: pulls its iterator on the caller's thread (the first take
+  // builds it there).
   Status TakeDirect(Task* t, Element* element, TakeResult* result);
   // The task's dataset, rebuilt once per dataset id (so its optimized graph is too, as
   // for a local pipeline's epochs).
@@ -158,13 +173,16 @@ class Worker {
   bool stopping_ GUARDED_BY(mu_) = false;
   bool nudged_ GUARDED_BY(mu_) = false;
   std::thread heartbeat_thread_;
+  Mutex heartbeat_mu_;  // held through a heartbeat, before mu_
+  int64_t cores_ GUARDED_BY(heartbeat_mu_) = 0;
+  int64_t cores_read_ns_ GUARDED_BY(heartbeat_mu_) = -1;
   std::atomic<int64_t> split_rpcs_{0};
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> task_errors_{0};
   std::atomic<int64_t> skips_{0};
   std::atomic<int64_t> wait_ns_{0};
   mutable Mutex stats_mu_;  // after mu_ and Task::mu when nested
-  std::map<int64_t, JobServed> served_ GUARDED_BY(stats_mu_);
+  std::map<int64_t, std::shared_ptr<JobCounters>> served_ GUARDED_BY(stats_mu_);
   std::atomic<int64_t> cache_skipped_{0};
   // The advisor's report: elements produced (all tasks), and what was last reported.
   std::atomic<int64_t> produced_{0};

@@ -7,6 +7,7 @@
 
 #include "core/coding.h"
 #include "service/element_codec.h"
+#include "service/grpc_transport.h"
 #include "service/tsan_suppressions.h"
 #include "sluice/dataset.h"
 #include "sluice/service.h"
@@ -106,6 +107,31 @@ TEST(DistributeTest, LocalTargetReadsThisProcesssWorker) {
   o.target_workers = "LOCAL";
   auto counts = Counts(Distribute(Dataset::Range(64), o));
   EXPECT_EQ(counts.size(), 64u);
+}
+
+// A LOCAL epoch beside its dispatcher: every dispatcher call (the job, the client's and
+// the worker's heartbeat, the release) skips gRPC; once the dispatcher stops, the
+// clients made for it go over gRPC (Unavailable).
+TEST(DistributeTest, ADispatcherInThisProcessIsCalledWithoutTheNetwork) {
+  InProcessCluster c(1);
+  DistributeOptions o = c.Options(ShardingPolicy::kOff);
+  o.target_workers = "LOCAL";
+  const int64_t before = InProcessDispatcherCalls();
+  auto counts = Counts(Distribute(Dataset::Range(64), o));
+  EXPECT_EQ(counts.size(), 64u);
+  // GetOrRegisterDataset, GetOrCreateJob, ClientHeartbeat, the worker's heartbeat on
+  // the consumer's thread, ReleaseJobClient.
+  EXPECT_GE(InProcessDispatcherCalls() - before, 5);
+  auto client = MakeDispatcherClient(std::string(c.dispatcher->target()).substr(7), 2000,
+                                     Security());
+  ClientHeartbeatRequest req;
+  ClientHeartbeatResponse resp;
+  const int64_t mid = InProcessDispatcherCalls();
+  EXPECT_EQ(client->ClientHeartbeat(req, &resp).code(), StatusCode::kNotFound);
+  EXPECT_EQ(InProcessDispatcherCalls(), mid + 1);
+  c.dispatcher->Stop();
+  EXPECT_EQ(client->ClientHeartbeat(req, &resp).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(InProcessDispatcherCalls(), mid + 1);
 }
 
 TEST(DistributeTest, LocalCallableIsRefusedBeforeAnythingIsSent) {

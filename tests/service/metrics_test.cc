@@ -119,11 +119,11 @@ struct Servers {
     worker = std::move(*ws);
   }
   // Reads a DYNAMIC job of `n` int64 scalars through the worker.
-  int64_t ReadJob(int64_t n) {
+  int64_t ReadJob(int64_t n, const std::string& target = "ANY") {
     DistributeOptions o;
     o.service = dispatcher->target();
     o.job_name = "metrics";
-    o.target_workers = "ANY";
+    o.target_workers = target;
     auto all = Distribute(Dataset::Range(n), o).Collect();
     EXPECT_TRUE(all.ok()) << all.status();
     return all.ok() ? static_cast<int64_t>(all->size()) : -1;
@@ -158,6 +158,15 @@ TEST(ServiceMetricsTest, DispatcherAndWorkerExportWhatAJobDid) {
   EXPECT_NE(d.find("sluice_dispatcher_rpcs_total{method=\"GetOrCreateJob\"} 1\n"),
             std::string::npos)
       << d;
+  // A LOCAL job's direct task (pulled on the consumer's thread) counts the same.
+  ASSERT_EQ(s.ReadJob(100, "LOCAL"), 100);
+  const std::string l = Body(HttpGet(s.worker->metrics_port(), "/metrics"));
+  EXPECT_NE(l.find("sluice_worker_elements_served_total{job_id=\"2\"} 100\n"),
+            std::string::npos)
+      << l;
+  EXPECT_NE(l.find("sluice_worker_bytes_served_total{job_id=\"2\"} 800\n"),
+            std::string::npos)
+      << l;
 }
 
 // ---- a real Prometheus ----

@@ -318,6 +318,16 @@ TEST(ConfinementTest, AClientPipelineCannotReadOutsideTheWorkersDataRoots) {
   Result<int64_t> listed = CountAll(Distribute(Dataset::ListFiles({"/etc/*"}), o));
   ASSERT_FALSE(listed.ok());
   EXPECT_EQ(listed.status().code(), StatusCode::kPermissionDenied) << listed.status();
+
+  // A LOCAL job's task is built on the consumer's thread, held to the same roots.
+  o.target_workers = "LOCAL";
+  for (const Dataset& ds :
+       {Dataset::TextLine({"/etc/passwd"}), Dataset::ListFiles({"/etc/*"})}) {
+    Result<int64_t> local = CountAll(Distribute(ds, o));
+    ASSERT_FALSE(local.ok());
+    EXPECT_EQ(local.status().code(), StatusCode::kPermissionDenied) << local.status();
+  }
+  EXPECT_EQ(*CountAll(Distribute(Dataset::TextLine({dir.File("inside.txt")}), o)), 3);
 }
 
 }  // namespace
