@@ -79,7 +79,9 @@ AsyncBufferIterator::AsyncBufferIterator(DatasetPtr node, std::string prefix,
       processor_(std::move(processor)),
       options_(options),
       work_prefix_(this->prefix() + "/fn"),
-      work_op_(this->node().op() + ":fn") {}
+      work_op_(this->node().op() + ":fn") {
+  inline_unit_.exclusive = true;
+}
 
 AsyncBufferIterator::~AsyncBufferIterator() {
   // First: after these the tuner never calls the setters again.
@@ -164,6 +166,7 @@ void AsyncBufferIterator::set_inline(bool on) {
 }
 
 void AsyncBufferIterator::Cancel() {
+  cancel_requested_.store(true, std::memory_order_relaxed);
   {
     MutexLock l(&mu_);
     cancelled_ = true;
@@ -288,6 +291,7 @@ void AsyncBufferIterator::PullUnit(WorkUnit* unit, Status* error, bool* end,
 
 Result<std::optional<Element>> AsyncBufferIterator::ProcessInline(WorkUnit* unit) {
   // The parts in order, each whatever the others returned (as on the pool), then Finish.
+  // Only this thread touches the unit (exclusive): its status needs no lock.
   const int parts = processor_->NumParts(*unit, 1);
   Status first;
   for (int i = 0; i < parts; ++i) {
@@ -299,11 +303,9 @@ Result<std::optional<Element>> AsyncBufferIterator::ProcessInline(WorkUnit* unit
     }
     if (!st.ok() && first.ok()) first = st;
   }
-  Status unit_status;
-  {
-    MutexLock g(&unit->mu);
-    if (!first.ok() && unit->status.ok()) unit->status = first;
-    unit_status = std::move(unit->status);
+  if (!first.ok() && unit->status.ok()) unit->status = first;
+  Status unit_status = std::move(unit->status);
+  if (!unit_status.ok()) {
     unit->status = Status::OK();  // the unit is reused (inline_unit_)
     unit->status_row = -1;
   }
@@ -454,7 +456,39 @@ void AsyncBufferIterator::PublishGaugesLocked() {
   RecordBuffered(bytes, ready);
 }
 
+Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
+  if (input_end_) return std::nullopt;
+  WorkUnit& unit = inline_unit_;
+  while (true) {
+    unit.inputs.clear();
+    unit.first_position = next_position_;
+    Status error;
+    bool end = false;
+    int64_t dropped = 0;
+    PullUnit(&unit, &error, &end, &dropped);
+    const int64_t n = static_cast<int64_t>(unit.inputs.size());
+    if (end) input_end_ = true;
+    if (end && (n == 0 || processor_->drop_partial_unit())) return std::nullopt;
+    next_position_ += n + dropped;
+    if (!error.ok()) return error;
+    Result<std::optional<Element>> out = ProcessInline(&unit);
+    if (out.ok() && !out->has_value()) {  // dropped (filter)
+      if (input_end_) return std::nullopt;
+      if (cancel_requested_.load(std::memory_order_relaxed)) {
+        return CancelledError(node().op() + ": iterator cancelled");
+      }
+      continue;
+    }
+    return out;
+  }
+}
+
 Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
+  // The lock-free inline path (see the header): this thread owns the input while no runner
+  // runs and nothing is buffered, which only this thread can change.
+  if (inline_owned_ && inline_mode() && !cancel_requested_.load(std::memory_order_relaxed)) {
+    return GetNextInline();
+  }
   MutexLock l(&mu_);
   runner_started_ = true;
   while (true) {
@@ -467,37 +501,17 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
     }
     if (input_end_ && slots_.empty()) return std::nullopt;
     if (inline_mode() && !runner_active_ && slots_.empty()) {
-      // Inline: this thread pulls and processes the next unit (see the header). While
-      // fetching_ nothing else reads the input or moves next_position_, so the unit's
-      // position is known before the pull and mu_ is taken once more, at the end.
-      WorkUnit& unit = inline_unit_;
-      unit.inputs.clear();
-      unit.first_position = next_position_;
-      Status error;
-      bool end = false;
-      int64_t dropped = 0;
-      fetching_ = true;
+      // Inline: this thread pulls and processes the next unit (see the header). Until it
+      // starts a runner, only this thread reads the input or moves next_position_: the
+      // next calls take the lock-free path.
+      inline_owned_ = true;
       l.Unlock();
-      PullUnit(&unit, &error, &end, &dropped);
-      const int64_t n = static_cast<int64_t>(unit.inputs.size());
-      const bool finished = end && (n == 0 || processor_->drop_partial_unit());
-      Result<std::optional<Element>> out{std::nullopt};
-      if (!error.ok()) {
-        out = std::move(error);
-      } else if (!finished) {
-        out = ProcessInline(&unit);
-      }
-      l.Lock();
-      fetching_ = false;
-      if (end) input_end_ = true;
-      if (finished) return std::nullopt;
-      next_position_ += n + dropped;
-      if (out.ok() && !out->has_value()) continue;  // dropped (filter)
-      return out;
+      return GetNextInline();
     }
     if (!inline_mode() && !runner_active_ && !input_end_) {
       // (Re)start the runner; a previous one has left its loop and released mu_.
       if (runner_.joinable()) runner_.join();
+      inline_owned_ = false;
       runner_active_ = true;
       runner_ = std::thread([this] { RunnerLoop(); });
     }

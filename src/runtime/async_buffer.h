@@ -44,6 +44,10 @@
 // checkpoints (an inline op saves an empty buffer), cancellation (Cancel reaches the
 // input the consumer is blocked in) and the memory budget (an inline op holds nothing)
 // keep their contracts. The stats plane sees inline work as the op's own GetNext time.
+// Once GetNext has found the op inline with no runner and nothing buffered, it owns the
+// input until it starts a runner itself, so later inline calls take no lock at all
+// (GetNextInline; a Cancel is seen through an atomic flag), and the unit they process is
+// `exclusive` (processors skip WorkUnit::mu).
 //
 // Checkpoints. Save pauses the runner, waits for in-flight parts to finish, then writes
 // every buffered result (elements, errors, dropped markers) and the input's state; the
@@ -82,6 +86,9 @@ struct WorkUnit {
   // Allocated under `mu` by the first part that needs it; Finish reads it without `mu`,
   // after every part returned.
   Element output;
+  // True when one thread runs every part and Finish (inline mode): processors may then
+  // skip `mu` (nothing runs concurrently).
+  bool exclusive = false;
   Mutex mu;  // guards output allocation and `status` among concurrent parts
   Status status GUARDED_BY(mu);  // the first error of any part
   // For processors that set `status` themselves under `mu` and return OK from ProcessPart
@@ -177,8 +184,16 @@ class AsyncBufferIterator final : public IteratorBase {
   // Pulls one unit from the input (the runner's fetch, also used inline): its inputs,
   // the input error (rows pulled before it dropped and counted in *dropped), end of input.
   void PullUnit(WorkUnit* unit, Status* error, bool* end, int64_t* dropped) EXCLUDES(mu_);
-  // Runs a pulled unit's parts in order and finishes it on the calling thread.
-  Result<std::optional<Element>> ProcessInline(WorkUnit* unit) EXCLUDES(mu_);
+  // Runs a pulled unit's parts in order and finishes it on the calling thread. The unit
+  // is exclusive to this thread, so its status is read without its lock (beyond the
+  // analysis).
+  Result<std::optional<Element>> ProcessInline(WorkUnit* unit) NO_THREAD_SAFETY_ANALYSIS;
+  // Inline GetNext without mu_: pulls and processes units on the calling thread until one
+  // yields an output (filter drops go on), an error, or the end. Only while
+  // inline_owned_: no runner runs and nothing is buffered, so no other thread reads the
+  // fields it moves (next_position_, input_end_), though they are GUARDED_BY(mu_) for the
+  // async paths; the analysis cannot see that ownership.
+  Result<std::optional<Element>> GetNextInline() NO_THREAD_SAFETY_ANALYSIS;
   // Takes parts to start while under the parallelism limit; the caller schedules them
   // after unlocking.
   std::vector<Part> TakePartsToStart() REQUIRES(mu_);
@@ -236,6 +251,12 @@ class AsyncBufferIterator final : public IteratorBase {
   std::thread runner_;
   // The unit an inline GetNext pulls into, reused (GetNext's thread only).
   WorkUnit inline_unit_;
+  // GetNext's thread only: set when it found, under mu_, the op inline with no runner
+  // active and nothing buffered, cleared when it starts the runner. While set, only that
+  // thread can change those facts, so GetNext skips mu_ (GetNextInline).
+  bool inline_owned_ = false;
+  // Set first thing by Cancel: the lock-free inline path checks it.
+  std::atomic<bool> cancel_requested_{false};
 };
 
 // FetchScope: marks the current thread as fetching one unit for a buffer, for the memory
