@@ -151,7 +151,8 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
   // The ring holds every capacity the buffer may be given (the tuner's range included).
   const int64_t max_capacity =
       tune && options_.capacity == kAutotune ? std::max(c, kMaxTunedCapacity) : c;
-  if (processor_->passthrough() && max_capacity <= kMaxRingSlots) {
+  passthrough_ = processor_->passthrough();
+  if (passthrough_ && max_capacity <= kMaxRingSlots) {
     ring_ = std::make_unique<SpscRing<RingItem>>(static_cast<size_t>(max_capacity));
   }
   {
@@ -700,6 +701,18 @@ void AsyncBufferIterator::PublishGaugesLocked() {
 
 Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
   if (input_end_) return std::nullopt;
+  if (passthrough_) {
+    // The element itself (prefetch): no unit. An error takes no position (as PullUnit).
+    Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
+    if (r.ok()) {
+      if (!r->has_value()) {
+        input_end_ = true;
+      } else {
+        ++next_position_;
+      }
+    }
+    return r;
+  }
   WorkUnit& unit = inline_unit_;
   while (true) {
     unit.inputs.clear();

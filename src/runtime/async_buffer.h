@@ -269,6 +269,7 @@ class AsyncBufferIterator final : public IteratorBase {
   std::atomic<int64_t> parallelism_{1};
   std::atomic<int64_t> capacity_{2};
   bool capacity_follows_ = false;  // set by Initialize, then read-only
+  bool passthrough_ = false;       // processor_->passthrough(), set by Initialize
   TunableRegistry::Registration parallelism_knob_, capacity_knob_, inline_knob_;
   std::atomic<bool> inline_{false};
 
