@@ -181,12 +181,15 @@ TEST(PrefetchRing, OrderAndCheckpointMidStream) {
 TEST(PrefetchRing, CancelWakesAConsumerBlockedOnAnEmptyRing) {
   Options o;
   o.optimization.apply_default_optimizations = false;
-  // An input that blocks: each element sleeps 50 ms.
+  // An input that blocks: every element after the first sleeps 2 s, so only Cancel's
+  // own wake-up can end the consumer's wait within the bound below.
   const Dataset ds =
       Dataset::Range(1000)
           .Map(Function::Map("slow",
                              [](Element e, FunctionContext&) -> Result<Element> {
-                               std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                               if (e[0].scalar<int64_t>() > 0) {
+                                 std::this_thread::sleep_for(std::chrono::seconds(2));
+                               }
                                return e;
                              }))
           .Prefetch(4);
@@ -204,13 +207,14 @@ TEST(PrefetchRing, CancelWakesAConsumerBlockedOnAnEmptyRing) {
     }
     returned = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto t0 = std::chrono::steady_clock::now();
   it->Cancel();
   consumer.join();
   EXPECT_TRUE(returned.load());
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1))
+      << "the blocked consumer waited for the input instead of the cancel";
 }
 
 }  // namespace
