@@ -8,7 +8,8 @@
 //  * each part applies the function (if any) to its rows in place, with
 //    FunctionContext(seed, unit.first_position + row), exactly as the sequential Map;
 //  * the first part to have a finished row allocates the output tensors, shape
-//    [n, row_shape...] with n the unit's rows, under WorkUnit::mu;
+//    [n, row_shape...] with n the unit's rows, under WorkUnit::mu (not taken when the
+//    unit is exclusive: inline mode);
 //  * every part then copies its rows into their rows of the output (CopyIntoRow).
 // With a function whose output rows are statically known (every component numeric and
 // fully shaped: `row_spec`), the output is allocated before any call instead, and each call

@@ -25,6 +25,20 @@ Result<std::optional<Element>> FinishSafely(F&& f) {
 }  // namespace
 
 namespace {
+// How long the consumer of an empty ring polls it before sleeping.
+constexpr int64_t kRingSpinNs = 2000;
+// A sleeping consumer is woken by a group: when the ring is half full, when the group
+// has waited kRingGroupNs, or at once when the input is slow (an element took
+// kRingSlowNs), so wakes stay few for fast inputs and latency stays low for slow ones.
+constexpr int64_t kRingGroupNs = 20000;
+constexpr int64_t kRingSlowNs = 5000;
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 constexpr int64_t kMaxCheckpointSlots = int64_t{1} << 20;
 // How long the runner sleeps between retries when the memory budget is full (other
 // operators' releases do not wake it).
@@ -79,7 +93,9 @@ AsyncBufferIterator::AsyncBufferIterator(DatasetPtr node, std::string prefix,
       processor_(std::move(processor)),
       options_(options),
       work_prefix_(this->prefix() + "/fn"),
-      work_op_(this->node().op() + ":fn") {}
+      work_op_(this->node().op() + ":fn") {
+  inline_unit_.exclusive = true;
+}
 
 AsyncBufferIterator::~AsyncBufferIterator() {
   // First: after these the tuner never calls the setters again.
@@ -88,6 +104,10 @@ AsyncBufferIterator::~AsyncBufferIterator() {
   inline_knob_.Reset();
   Cancel();
   if (runner_.joinable()) runner_.join();
+  if (ring_ != nullptr) {
+    RingItem item;
+    while (ring_->TryPop(&item)) runtime_->memory().Release(item.reserved);
+  }
   MutexLock l(&mu_);
   idle_cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return running_tasks_ == 0; });
   for (const auto& s : slots_) runtime_->memory().Release(s->reserved);
@@ -128,6 +148,13 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
   }
   set_parallelism(p);
   set_capacity(c);
+  // The ring holds every capacity the buffer may be given (the tuner's range included).
+  const int64_t max_capacity =
+      tune && options_.capacity == kAutotune ? std::max(c, kMaxTunedCapacity) : c;
+  passthrough_ = processor_->passthrough();
+  if (passthrough_ && max_capacity <= kMaxRingSlots) {
+    ring_ = std::make_unique<SpscRing<RingItem>>(static_cast<size_t>(max_capacity));
+  }
   {
     MutexLock l(&mu_);
     estimate_ = processor_->StaticOutputBytes();
@@ -151,19 +178,27 @@ void AsyncBufferIterator::set_parallelism(int64_t p) {
 void AsyncBufferIterator::set_capacity(int64_t c) {
   capacity_.store(std::max<int64_t>(1, c), std::memory_order_relaxed);
   RecordBufferLimit(capacity());
-  MutexLock l(&mu_);
-  runner_cv_.SignalAll();
+  {
+    MutexLock l(&mu_);
+    runner_cv_.SignalAll();
+  }
+  ring_producer_ec_.Notify();
 }
 
 void AsyncBufferIterator::set_inline(bool on) {
   inline_.store(on, std::memory_order_relaxed);
   RecordParallelism(on ? 1 : parallelism());
-  MutexLock l(&mu_);
-  runner_cv_.SignalAll();    // a runner leaves its loop
-  consumer_cv_.SignalAll();  // a waiting consumer starts the runner or runs inline
+  {
+    MutexLock l(&mu_);
+    runner_cv_.SignalAll();    // a runner leaves its loop
+    consumer_cv_.SignalAll();  // a waiting consumer starts the runner or runs inline
+  }
+  ring_producer_ec_.Notify();
+  ring_consumer_ec_.Notify();
 }
 
 void AsyncBufferIterator::Cancel() {
+  cancel_requested_.store(true, std::memory_order_relaxed);
   {
     MutexLock l(&mu_);
     cancelled_ = true;
@@ -172,6 +207,8 @@ void AsyncBufferIterator::Cancel() {
   runner_cv_.SignalAll();
   consumer_cv_.SignalAll();
   idle_cv_.SignalAll();
+  ring_producer_ec_.Notify();
+  ring_consumer_ec_.Notify();
   IteratorBase::Cancel();
 }
 
@@ -256,6 +293,214 @@ void AsyncBufferIterator::RunnerLoop() {
   idle_cv_.SignalAll();
 }
 
+int64_t AsyncBufferIterator::RingLimit() const {
+  return std::min<int64_t>(capacity(), static_cast<int64_t>(ring_->capacity()));
+}
+
+bool AsyncBufferIterator::RingRunnerMustStop() const {
+  return cancel_requested_.load(std::memory_order_relaxed) || inline_mode() ||
+         pause_requested_.load(std::memory_order_relaxed);
+}
+
+void AsyncBufferIterator::WaitForRingRoom() {
+  // Room for a run: at most half the buffer full (a full buffer wakes the runner once per
+  // half buffer consumed, see GetNextRing).
+  const auto room = [this] {
+    return static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2 || RingRunnerMustStop();
+  };
+  if (room()) return;
+  // Poll briefly first: a consumer that keeps up frees room within microseconds.
+  const int64_t spin_until = MonotonicNs() + kRingSpinNs;
+  for (int i = 1; i % 16 != 0 || MonotonicNs() < spin_until; ++i) {
+    CpuRelax();
+    if (room()) return;
+  }
+  while (!room()) {
+    const uint32_t key = ring_producer_ec_.PrepareWait();
+    if (room()) {
+      ring_producer_ec_.CancelWait();
+      return;
+    }
+    ring_producer_ec_.Wait(key);
+  }
+}
+
+void AsyncBufferIterator::PublishRingGauges() {
+  RecordBuffered(ring_bytes_in_.load(std::memory_order_relaxed) -
+                     ring_bytes_out_.load(std::memory_order_relaxed),
+                 static_cast<int64_t>(ring_->Size()));
+}
+
+void AsyncBufferIterator::RingRunnerLoop() {
+  SetCurrentThreadName("sluice-" + node().op());
+  MemoryBudget& budget = runtime_->memory();
+  MutexLock l(&mu_);
+  while (true) {
+    l.Unlock();
+    WaitForRingRoom();
+    l.Lock();
+    runner_cv_.Wait(
+        &mu_, [this]() REQUIRES(mu_) { return cancelled_ || inline_mode() || !paused_; });
+    if (cancelled_ || inline_mode()) break;
+    const int64_t room = RingLimit() - static_cast<int64_t>(ring_->Size());
+    if (room <= 0) continue;  // (a pause came first)
+    // Admission as in RunnerLoop, per element: each reserves its estimate; before the
+    // first size is known, a limited budget admits only an empty ring's fetch; a full
+    // budget admits the run's first element unreserved when the demand is urgent.
+    const bool urgent = UrgentLocked();
+    int64_t estimate = estimate_;
+    fetching_ = true;
+    l.Unlock();
+    int64_t fetched = 0;  // elements (not errors): their input positions
+    int64_t pushed = 0;
+    int64_t last_ns = MonotonicNs();  // the previous push (or the run's start)
+    int64_t group_ns = -1;            // first push the sleeping consumer was not told of
+    bool end = false;
+    for (int64_t i = 0; i < std::min(room, kRingRun); ++i) {
+      if (i > 0 && RingRunnerMustStop()) break;
+      int64_t reserve = 0;
+      const bool admitted = estimate < 0 ? budget.limit() <= 0 || ring_->Empty()
+                                         : budget.TryReserve(estimate);
+      if (admitted) {
+        reserve = std::max<int64_t>(estimate, 0);
+      } else if (!(i == 0 && urgent)) {
+        break;
+      }
+      RingItem item;
+      {
+        FetchScope scope(reserve > 0, &starving_);
+        item.result = FinishSafely([&] { return input_->GetNext(); });
+        item.reserved = reserve + scope.TakeTransferred();
+      }
+      if (item.result.ok() && !item.result->has_value()) {
+        budget.Release(item.reserved);
+        end = true;
+        break;
+      }
+      // Charged exactly its bytes from here on (as CompleteLocked).
+      const int64_t bytes = item.result.ok() ? ElementBytes(**item.result) : 0;
+      if (bytes > item.reserved) {
+        budget.ForceReserve(bytes - item.reserved);
+      } else if (bytes < item.reserved) {
+        budget.Release(item.reserved - bytes);
+      }
+      item.reserved = bytes;
+      if (item.result.ok()) {
+        ++fetched;
+        estimate = std::max(estimate, bytes);
+      }
+      ring_bytes_in_.store(ring_bytes_in_.load(std::memory_order_relaxed) + bytes,
+                           std::memory_order_relaxed);
+      ring_->TryPush(std::move(item));  // room was checked; only this thread pushes
+      ++pushed;
+      starving_.store(false, std::memory_order_relaxed);
+      const int64_t now = MonotonicNs();
+      if (ring_consumer_ec_.waiting()) {
+        if (group_ns < 0) group_ns = now;
+        if (now - last_ns >= kRingSlowNs || now - group_ns >= kRingGroupNs ||
+            static_cast<int64_t>(ring_->Size()) >=
+                std::max<int64_t>(1, RingLimit() / 2)) {
+          ring_consumer_ec_.Notify();
+          group_ns = -1;
+        }
+      }
+      last_ns = now;
+    }
+    ring_consumer_ec_.Notify();  // the rest of the group
+    l.Lock();
+    fetching_ = false;
+    next_position_ += fetched;
+    estimate_ = std::max(estimate_, estimate);
+    if (end) input_end_ = true;
+    idle_cv_.SignalAll();
+    PublishRingGauges();
+    if (end) break;
+    if (pushed == 0 && !RingRunnerMustStop()) {
+      runner_cv_.WaitFor(&mu_, kBudgetRetry);  // the budget is full
+    }
+  }
+  runner_active_ = false;
+  idle_cv_.SignalAll();
+  l.Unlock();
+  ring_consumer_ec_.Notify();
+}
+
+Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
+  while (true) {
+    if (cancel_requested_.load(std::memory_order_relaxed)) {
+      return CancelledError(node().op() + ": iterator cancelled");
+    }
+    RingItem item;
+    if (ring_->TryPop(&item)) {
+      // Wake the runner only when it may be waiting: the ring just fell to half.
+      if (static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2)
+        ring_producer_ec_.Notify();
+      ring_bytes_out_.store(
+          ring_bytes_out_.load(std::memory_order_relaxed) + item.reserved,
+          std::memory_order_relaxed);
+      // Handing the element to a buffer's fetch moves its charge along (TakeReadyLocked).
+      if (tls_fetch != nullptr) {
+        tls_fetch->AddTransferred(item.reserved);
+      } else if (item.reserved != 0) {
+        runtime_->memory().Release(item.reserved);
+      }
+      PublishRingGauges();
+      return std::move(item.result);
+    }
+    // Empty: spin a little before sleeping. A runner that keeps up refills the ring
+    // within a few hundred ns, much less than a sleep and a wake-up.
+    bool arrived = false;
+    const int64_t spin_until = MonotonicNs() + kRingSpinNs;
+    for (int i = 1; !arrived; ++i) {
+      CpuRelax();
+      arrived = !ring_->Empty();
+      if (i % 16 == 0 && MonotonicNs() > spin_until) break;
+    }
+    if (arrived) continue;
+    MutexLock l(&mu_);
+    runner_started_ = true;
+    if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
+    if (!ring_->Empty()) continue;
+    if (input_end_) return std::nullopt;
+    if (inline_mode() && !runner_active_) {
+      inline_owned_ = true;
+      l.Unlock();
+      return GetNextInline();
+    }
+    if (!inline_mode() && !runner_active_) {
+      if (runner_.joinable()) runner_.join();
+      inline_owned_ = false;
+      runner_active_ = true;
+      runner_ = std::thread([this] { RingRunnerLoop(); });
+    }
+    // Sleep until the runner pushes, ends or leaves, telling it who waits (UrgentLocked).
+    const std::atomic<bool>* waiter =
+        tls_fetch != nullptr && tls_fetch->reserved() ? tls_fetch->starving() : nullptr;
+    if (waiter != nullptr) {
+      reserved_waiters_.push_back(waiter);
+    } else {
+      ++waiting_unreserved_;
+    }
+    starving_.store(true, std::memory_order_relaxed);
+    runner_cv_.SignalAll();
+    const uint32_t key = ring_consumer_ec_.PrepareWait();
+    if (ring_->Empty() && !cancelled_ && runner_active_) {
+      l.Unlock();
+      ring_consumer_ec_.Wait(key);
+      l.Lock();
+    } else {
+      ring_consumer_ec_.CancelWait();
+    }
+    starving_.store(false, std::memory_order_relaxed);
+    if (waiter != nullptr) {
+      reserved_waiters_.erase(
+          std::find(reserved_waiters_.begin(), reserved_waiters_.end(), waiter));
+    } else {
+      --waiting_unreserved_;
+    }
+  }
+}
+
 void AsyncBufferIterator::PullUnit(WorkUnit* unit, Status* error, bool* end,
                                    int64_t* dropped) {
   const int64_t want = processor_->inputs_per_unit();
@@ -288,6 +533,7 @@ void AsyncBufferIterator::PullUnit(WorkUnit* unit, Status* error, bool* end,
 
 Result<std::optional<Element>> AsyncBufferIterator::ProcessInline(WorkUnit* unit) {
   // The parts in order, each whatever the others returned (as on the pool), then Finish.
+  // Only this thread touches the unit (exclusive): its status needs no lock.
   const int parts = processor_->NumParts(*unit, 1);
   Status first;
   for (int i = 0; i < parts; ++i) {
@@ -299,11 +545,9 @@ Result<std::optional<Element>> AsyncBufferIterator::ProcessInline(WorkUnit* unit
     }
     if (!st.ok() && first.ok()) first = st;
   }
-  Status unit_status;
-  {
-    MutexLock g(&unit->mu);
-    if (!first.ok() && unit->status.ok()) unit->status = first;
-    unit_status = std::move(unit->status);
+  if (!first.ok() && unit->status.ok()) unit->status = first;
+  Status unit_status = std::move(unit->status);
+  if (!unit_status.ok()) {
     unit->status = Status::OK();  // the unit is reused (inline_unit_)
     unit->status_row = -1;
   }
@@ -319,7 +563,8 @@ Result<std::optional<Element>> AsyncBufferIterator::ProcessInline(WorkUnit* unit
 }
 
 bool AsyncBufferIterator::UrgentLocked() const {
-  if (!slots_.empty()) return false;  // what is in flight will serve the consumer
+  // What is in flight will serve the consumer.
+  if (!slots_.empty() || (ring_ != nullptr && !ring_->Empty())) return false;
   if (waiting_unreserved_ > 0) return true;
   return std::any_of(reserved_waiters_.begin(), reserved_waiters_.end(),
                      [](const std::atomic<bool>* f) { return f->load(std::memory_order_relaxed); });
@@ -454,7 +699,52 @@ void AsyncBufferIterator::PublishGaugesLocked() {
   RecordBuffered(bytes, ready);
 }
 
+Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
+  if (input_end_) return std::nullopt;
+  if (passthrough_) {
+    // The element itself (prefetch): no unit. An error takes no position (as PullUnit).
+    Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
+    if (r.ok()) {
+      if (!r->has_value()) {
+        input_end_ = true;
+      } else {
+        ++next_position_;
+      }
+    }
+    return r;
+  }
+  WorkUnit& unit = inline_unit_;
+  while (true) {
+    unit.inputs.clear();
+    unit.first_position = next_position_;
+    Status error;
+    bool end = false;
+    int64_t dropped = 0;
+    PullUnit(&unit, &error, &end, &dropped);
+    const int64_t n = static_cast<int64_t>(unit.inputs.size());
+    if (end) input_end_ = true;
+    if (end && (n == 0 || processor_->drop_partial_unit())) return std::nullopt;
+    next_position_ += n + dropped;
+    if (!error.ok()) return error;
+    Result<std::optional<Element>> out = ProcessInline(&unit);
+    if (out.ok() && !out->has_value()) {  // dropped (filter)
+      if (input_end_) return std::nullopt;
+      if (cancel_requested_.load(std::memory_order_relaxed)) {
+        return CancelledError(node().op() + ": iterator cancelled");
+      }
+      continue;
+    }
+    return out;
+  }
+}
+
 Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
+  // The lock-free inline path (see the header): this thread owns the input while no runner
+  // runs and nothing is buffered, which only this thread can change.
+  if (inline_owned_ && inline_mode() && !cancel_requested_.load(std::memory_order_relaxed)) {
+    return GetNextInline();
+  }
+  if (ring_ != nullptr) return GetNextRing();
   MutexLock l(&mu_);
   runner_started_ = true;
   while (true) {
@@ -467,37 +757,17 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
     }
     if (input_end_ && slots_.empty()) return std::nullopt;
     if (inline_mode() && !runner_active_ && slots_.empty()) {
-      // Inline: this thread pulls and processes the next unit (see the header). While
-      // fetching_ nothing else reads the input or moves next_position_, so the unit's
-      // position is known before the pull and mu_ is taken once more, at the end.
-      WorkUnit& unit = inline_unit_;
-      unit.inputs.clear();
-      unit.first_position = next_position_;
-      Status error;
-      bool end = false;
-      int64_t dropped = 0;
-      fetching_ = true;
+      // Inline: this thread pulls and processes the next unit (see the header). Until it
+      // starts a runner, only this thread reads the input or moves next_position_: the
+      // next calls take the lock-free path.
+      inline_owned_ = true;
       l.Unlock();
-      PullUnit(&unit, &error, &end, &dropped);
-      const int64_t n = static_cast<int64_t>(unit.inputs.size());
-      const bool finished = end && (n == 0 || processor_->drop_partial_unit());
-      Result<std::optional<Element>> out{std::nullopt};
-      if (!error.ok()) {
-        out = std::move(error);
-      } else if (!finished) {
-        out = ProcessInline(&unit);
-      }
-      l.Lock();
-      fetching_ = false;
-      if (end) input_end_ = true;
-      if (finished) return std::nullopt;
-      next_position_ += n + dropped;
-      if (out.ok() && !out->has_value()) continue;  // dropped (filter)
-      return out;
+      return GetNextInline();
     }
     if (!inline_mode() && !runner_active_ && !input_end_) {
       // (Re)start the runner; a previous one has left its loop and released mu_.
       if (runner_.joinable()) runner_.join();
+      inline_owned_ = false;
       runner_active_ = true;
       runner_ = std::thread([this] { RunnerLoop(); });
     }
@@ -530,9 +800,18 @@ bool AsyncBufferIterator::QuiescentLocked() const {
 Status AsyncBufferIterator::SaveInternal(CheckpointWriter* w) const {
   MutexLock l(&mu_);
   paused_ = true;
+  if (ring_ != nullptr) {
+    // The ring's runner stops between elements (RingRunnerMustStop).
+    pause_requested_.store(true, std::memory_order_relaxed);
+    ring_producer_ec_.Notify();
+  }
   idle_cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return cancelled_ || QuiescentLocked(); });
   Status st = SaveLocked(w);
   paused_ = false;
+  if (ring_ != nullptr) {
+    pause_requested_.store(false, std::memory_order_relaxed);
+    ring_producer_ec_.Notify();
+  }
   runner_cv_.SignalAll();
   return st;
 }
@@ -541,10 +820,13 @@ Status AsyncBufferIterator::SaveLocked(CheckpointWriter* w) const {
   if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
   w->WriteInt(prefix(), "input_end", input_end_ ? 1 : 0);
   w->WriteInt(prefix(), "next_position", next_position_);
-  w->WriteInt(prefix(), "num_slots", static_cast<int64_t>(slots_.size()));
-  for (size_t i = 0; i < slots_.size(); ++i) {
+  // The ring (paused, and this is its consumer's thread) or the slots, oldest first.
+  const size_t n = ring_ != nullptr ? ring_->Size() : slots_.size();
+  w->WriteInt(prefix(), "num_slots", static_cast<int64_t>(n));
+  for (size_t i = 0; i < n; ++i) {
     const std::string key = "slot" + std::to_string(i);
-    const Result<std::optional<Element>>& r = slots_[i]->result;
+    const Result<std::optional<Element>>& r =
+        ring_ != nullptr ? ring_->Peek(i).result : slots_[i]->result;
     if (!r.ok()) {
       w->WriteInt(prefix(), key + ".code", static_cast<int64_t>(r.status().code()));
       w->WriteString(prefix(), key + ".message", r.status().message());
@@ -595,6 +877,28 @@ Status AsyncBufferIterator::RestoreInternal(const CheckpointReader& r) {
   }
   SLUICE_RETURN_IF_ERROR(input_->Restore(r));
   for (const auto& s : slots_) runtime_->memory().Release(s->reserved);
+  if (ring_ != nullptr) {
+    RingItem item;
+    while (ring_->TryPop(&item)) runtime_->memory().Release(item.reserved);
+    ring_bytes_in_.store(0, std::memory_order_relaxed);
+    ring_bytes_out_.store(0, std::memory_order_relaxed);
+    if (slots.size() > ring_->capacity()) {
+      ring_.reset();  // more than a ring holds: this iterator uses the slots
+    } else {
+      for (auto& s : slots) {
+        runtime_->memory().ForceReserve(s->reserved);
+        if (s->reserved > 0) estimate_ = std::max(estimate_, s->reserved);
+        ring_bytes_in_.store(ring_bytes_in_.load(std::memory_order_relaxed) + s->reserved,
+                             std::memory_order_relaxed);
+        ring_->TryPush(RingItem{std::move(s->result), s->reserved});
+      }
+      slots.clear();
+      input_end_ = end != 0;
+      next_position_ = next_position;
+      PublishRingGauges();
+      return Status::OK();
+    }
+  }
   slots_ = std::move(slots);
   for (const auto& s : slots_) {
     runtime_->memory().ForceReserve(s->reserved);

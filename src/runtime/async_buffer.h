@@ -44,6 +44,10 @@
 // checkpoints (an inline op saves an empty buffer), cancellation (Cancel reaches the
 // input the consumer is blocked in) and the memory budget (an inline op holds nothing)
 // keep their contracts. The stats plane sees inline work as the op's own GetNext time.
+// Once GetNext has found the op inline with no runner and nothing buffered, it owns the
+// input until it starts a runner itself, so later inline calls take no lock at all
+// (GetNextInline; a Cancel is seen through an atomic flag), and the unit they process is
+// `exclusive` (processors skip WorkUnit::mu).
 //
 // Checkpoints. Save pauses the runner, waits for in-flight parts to finish, then writes
 // every buffered result (elements, errors, dropped markers) and the input's state; the
@@ -56,8 +60,27 @@
 // Cancelled; the destructor joins the runner and waits for running parts (a part is never
 // interrupted). The pool never blocks on the pipeline: only the runner calls the input.
 //
+// Ring (passthrough processors: Prefetch). The async path needs no slot, no pool and no
+// lock per element: the runner pushes each fetched element (or error) with its charge
+// into an SpscRing and the consumer pops it, each side sleeping on an EventCount only
+// when the ring is empty (consumer) or full (runner), and woken only then. The runner
+// works in runs: it takes mu_ once per run of up to kRingRun elements (the room in the
+// buffer), to honour pauses, the budget's admission rule and positions, then fetches the
+// run without it. It waits for room until the ring is down to half the capacity, and
+// wakes a sleeping consumer by groups (half the capacity, 20 us, or at once when an
+// element took 5 us or more), so a fast input costs a wake per half buffer, not per
+// element, and a slow one adds no latency. Each side polls a few us before sleeping.
+// Everything else is as
+// above: the memory budget (each element reserves its estimate before the fetch and is
+// charged its bytes; an empty ring may fetch unreserved when the demand is urgent),
+// FetchScope transfers, checkpoints (Save pauses the runner between runs' elements and
+// writes the ring's elements in order), inline mode (the runner leaves, the consumer
+// drains the ring first), cancellation and the stats gauges. A ring holds at most
+// kMaxRingSlots; a larger buffer (or a checkpoint with more elements) uses the slots.
+//
 // Thread-safety: GetNext/Save/Restore from one thread at a time (IteratorBase contract);
-// Cancel and stats from any thread. Internal state is GUARDED_BY(mu_).
+// Cancel and stats from any thread. Internal state is GUARDED_BY(mu_), except the ring
+// (SpscRing's own contract) and the atomics.
 #ifndef SLUICE_RUNTIME_ASYNC_BUFFER_H_
 #define SLUICE_RUNTIME_ASYNC_BUFFER_H_
 
@@ -71,6 +94,7 @@
 #include "graph/op_def.h"
 #include "runtime/iterator_base.h"
 #include "runtime/runtime.h"
+#include "runtime/spsc_ring.h"
 
 namespace sluice {
 
@@ -82,6 +106,9 @@ struct WorkUnit {
   // Allocated under `mu` by the first part that needs it; Finish reads it without `mu`,
   // after every part returned.
   Element output;
+  // True when one thread runs every part and Finish (inline mode): processors may then
+  // skip `mu` (nothing runs concurrently).
+  bool exclusive = false;
   Mutex mu;  // guards output allocation and `status` among concurrent parts
   Status status GUARDED_BY(mu);  // the first error of any part
   // For processors that set `status` themselves under `mu` and return OK from ProcessPart
@@ -111,6 +138,10 @@ class UnitProcessor {
   // The exact bytes of every output when known statically (fully shaped numeric spec),
   // else -1.
   virtual int64_t StaticOutputBytes() const { return -1; }
+  // True when every output is its unit's single input unchanged (prefetch: one input per
+  // unit, no parts, Finish moves inputs[0] out). Such an op's async path hands elements
+  // over through a lock-free ring (see "Ring" in AsyncBufferIterator).
+  virtual bool passthrough() const { return false; }
 };
 
 struct AsyncBufferOptions {
@@ -142,6 +173,10 @@ class AsyncBufferIterator final : public IteratorBase {
   // 2-core machine is 3-7 us (bench/handoff_bench, docs/performance.md); the stats plane's
   // sampled CPU of cheap inline work reads up to ~2.5 us, so the line sits above both.
   static constexpr int64_t kHandoffNs = 5000;
+  // The largest buffer served by a ring (larger ones use the slots), and the most
+  // elements the ring's runner fetches per lock.
+  static constexpr int64_t kMaxRingSlots = 4096;
+  static constexpr int64_t kRingRun = 64;
 
   // Tunables (thread-safe; take effect at once).
   void set_parallelism(int64_t p);
@@ -172,13 +207,39 @@ class AsyncBufferIterator final : public IteratorBase {
     Slot* slot;
     int index;
   };
+  // What the ring carries: a result (an element or an input error) and the bytes it is
+  // charged in the budget.
+  struct RingItem {
+    Result<std::optional<Element>> result{std::nullopt};
+    int64_t reserved = 0;
+  };
 
   void RunnerLoop() EXCLUDES(mu_);
+  // The ring's runner and consumer (see "Ring").
+  void RingRunnerLoop() EXCLUDES(mu_);
+  // Waits until the ring has room for a run (at most half full), or the runner must stop
+  // or pause. Lock-free.
+  void WaitForRingRoom();
+  Result<std::optional<Element>> GetNextRing() EXCLUDES(mu_);
+  // The ring's gauges (buffered bytes and elements) into the stats.
+  void PublishRingGauges();
+  // The ring's current limit: the capacity, at most the ring's size.
+  int64_t RingLimit() const;
+  // Whether the ring's runner must stop fetching: cancelled, inline or pausing.
+  bool RingRunnerMustStop() const;
   // Pulls one unit from the input (the runner's fetch, also used inline): its inputs,
   // the input error (rows pulled before it dropped and counted in *dropped), end of input.
   void PullUnit(WorkUnit* unit, Status* error, bool* end, int64_t* dropped) EXCLUDES(mu_);
-  // Runs a pulled unit's parts in order and finishes it on the calling thread.
-  Result<std::optional<Element>> ProcessInline(WorkUnit* unit) EXCLUDES(mu_);
+  // Runs a pulled unit's parts in order and finishes it on the calling thread. The unit
+  // is exclusive to this thread, so its status is read without its lock (beyond the
+  // analysis).
+  Result<std::optional<Element>> ProcessInline(WorkUnit* unit) NO_THREAD_SAFETY_ANALYSIS;
+  // Inline GetNext without mu_: pulls and processes units on the calling thread until one
+  // yields an output (filter drops go on), an error, or the end. Only while
+  // inline_owned_: no runner runs and nothing is buffered, so no other thread reads the
+  // fields it moves (next_position_, input_end_), though they are GUARDED_BY(mu_) for the
+  // async paths; the analysis cannot see that ownership.
+  Result<std::optional<Element>> GetNextInline() NO_THREAD_SAFETY_ANALYSIS;
   // Takes parts to start while under the parallelism limit; the caller schedules them
   // after unlocking.
   std::vector<Part> TakePartsToStart() REQUIRES(mu_);
@@ -208,6 +269,7 @@ class AsyncBufferIterator final : public IteratorBase {
   std::atomic<int64_t> parallelism_{1};
   std::atomic<int64_t> capacity_{2};
   bool capacity_follows_ = false;  // set by Initialize, then read-only
+  bool passthrough_ = false;       // processor_->passthrough(), set by Initialize
   TunableRegistry::Registration parallelism_knob_, capacity_knob_, inline_knob_;
   std::atomic<bool> inline_{false};
 
@@ -234,8 +296,24 @@ class AsyncBufferIterator final : public IteratorBase {
   int64_t next_position_ GUARDED_BY(mu_) = 0;  // input elements fetched
   int64_t estimate_ GUARDED_BY(mu_) = -1;      // bytes per output; -1 unknown
   std::thread runner_;
+  // The ring of a passthrough processor (null otherwise, or when the buffer is larger
+  // than kMaxRingSlots); set by Initialize or Restore, before the first GetNext.
+  std::unique_ptr<SpscRing<RingItem>> ring_;
+  EventCount ring_consumer_ec_;  // an element, the end, the runner left, cancelled
+  mutable EventCount ring_producer_ec_;  // room, pause, inline, cancelled
+  // Charged bytes pushed (runner, or Restore) and popped (consumer): each has one writer.
+  std::atomic<int64_t> ring_bytes_in_{0};
+  std::atomic<int64_t> ring_bytes_out_{0};
+  // Save wants the runner to stop fetching.
+  mutable std::atomic<bool> pause_requested_{false};
   // The unit an inline GetNext pulls into, reused (GetNext's thread only).
   WorkUnit inline_unit_;
+  // GetNext's thread only: set when it found, under mu_, the op inline with no runner
+  // active and nothing buffered, cleared when it starts the runner. While set, only that
+  // thread can change those facts, so GetNext skips mu_ (GetNextInline).
+  bool inline_owned_ = false;
+  // Set first thing by Cancel: the lock-free inline path checks it.
+  std::atomic<bool> cancel_requested_{false};
 };
 
 // FetchScope: marks the current thread as fetching one unit for a buffer, for the memory

@@ -17,6 +17,7 @@ class PrefetchProcessor final : public UnitProcessor {
     return std::optional<Element>(std::move(u->inputs[0]));
   }
   int64_t StaticOutputBytes() const override { return static_bytes_; }
+  bool passthrough() const override { return true; }
 
  private:
   int64_t static_bytes_;

@@ -1,0 +1,173 @@
+// SpscRing and EventCount: the lock-free handoff between one producer thread and one
+// consumer thread (Prefetch's runner and its consumer, async_buffer.h).
+//
+// SpscRing<T> is a bounded single-producer single-consumer queue: a power-of-two array of
+// T and two monotonically growing indices, `tail` (written by the producer only) and
+// `head` (written by the consumer only), each on its own cache line, each side caching
+// the other's index so a push or pop touches the shared line only when its cached view
+// says full or empty. A push publishes with a release store of tail; a pop reads tail
+// with acquire, moves the value out and releases the slot with a release store of head.
+// No locks, no allocation after construction.
+//
+//   SpscRing<Item> ring(64);
+//   producer:  if (!ring.TryPush(std::move(item))) { /* full */ }
+//   consumer:  Item it; if (ring.TryPop(&it)) { ... }
+//
+// EventCount lets one side sleep until the other changes something, with no cost to the
+// other side while nobody sleeps (Vyukov's eventcount over C++20 std::atomic::wait, a
+// futex, called directly on Linux). One thread waits on an EventCount at a time (any
+// thread notifies):
+//
+//   waiter:   uint32_t key = ec.PrepareWait();
+//             if (condition()) { ec.CancelWait(); } else { ec.Wait(key); }
+//   notifier: make condition() true (any atomic store); ec.Notify();
+//
+// Notify is one fence and one load while nobody waits. A Notify between PrepareWait and
+// Wait is never lost (Wait returns at once), and a waiter that checked the condition
+// after PrepareWait cannot miss a change made before a Notify: PrepareWait and Notify
+// each order their two accesses with a sequentially consistent fence.
+//
+// Thread-safety: TryPush from one producer thread, TryPop/Peek from one consumer thread,
+// Size/Empty from either; EventCount: PrepareWait/CancelWait/Wait from one thread at a
+// time, Notify from any.
+#ifndef SLUICE_RUNTIME_SPSC_RING_H_
+#define SLUICE_RUNTIME_SPSC_RING_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace sluice {
+
+template <typename T>
+class SpscRing {
+ public:
+  // At least `min_capacity` (>= 1) slots, rounded up to a power of two.
+  explicit SpscRing(size_t min_capacity) {
+    size_t c = 1;
+    while (c < min_capacity) c <<= 1;
+    slots_ = std::make_unique<T[]>(c);
+    mask_ = c - 1;
+  }
+  SpscRing(const SpscRing&) = delete;
+  SpscRing& operator=(const SpscRing&) = delete;
+
+  size_t capacity() const { return mask_ + 1; }
+
+  // Producer: appends `v` unless the ring is full (then false, `v` untouched).
+  bool TryPush(T&& v) {
+    const size_t t = tail_.load(std::memory_order_relaxed);
+    if (t - cached_head_ > mask_) {
+      cached_head_ = head_.load(std::memory_order_acquire);
+      if (t - cached_head_ > mask_) return false;
+    }
+    slots_[t & mask_] = std::move(v);
+    tail_.store(t + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer: moves the oldest value into *out (the slot is reset to T()); false when
+  // empty.
+  bool TryPop(T* out) {
+    const size_t h = head_.load(std::memory_order_relaxed);
+    if (h == cached_tail_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h == cached_tail_) return false;
+    }
+    T& slot = slots_[h & mask_];
+    *out = std::move(slot);
+    slot = T();
+    head_.store(h + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer: the i-th oldest value (i < Size()), left in place. While the producer is
+  // paused (checkpoints) this reads every value the ring holds.
+  const T& Peek(size_t i) const {
+    return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_];
+  }
+
+  // Values held: exact from a side that is not racing with the other, else a snapshot.
+  size_t Size() const {
+    const size_t h = head_.load(std::memory_order_acquire);
+    const size_t t = tail_.load(std::memory_order_acquire);
+    return t - h;
+  }
+  bool Empty() const { return Size() == 0; }
+
+ private:
+  std::unique_ptr<T[]> slots_;
+  size_t mask_ = 0;
+  alignas(64) std::atomic<size_t> head_{0};  // next to pop (consumer writes)
+  size_t cached_tail_ = 0;                   // consumer's view of tail_
+  alignas(64) std::atomic<size_t> tail_{0};  // next to push (producer writes)
+  size_t cached_head_ = 0;                   // producer's view of head_
+  alignas(64) char pad_[1] = {};             // keeps the tail line to itself
+};
+
+class EventCount {
+ public:
+  // Registers the caller as the waiter; returns the key for Wait.
+  uint32_t PrepareWait() {
+    waiting_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Acquire: a Notify this load already sees made its condition visible too.
+    return epoch_.load(std::memory_order_acquire);
+  }
+  // The condition held after PrepareWait: stop waiting.
+  void CancelWait() { waiting_.store(false, std::memory_order_relaxed); }
+  // Sleeps until a Notify after the PrepareWait that returned `key` (or returns at once
+  // when one came already; callers re-check their condition either way).
+  void Wait(uint32_t key) {
+    while (epoch_.load(std::memory_order_acquire) == key) FutexWait(key);
+    waiting_.store(false, std::memory_order_relaxed);
+  }
+  // Whether a thread is waiting (or about to): lets a notifier group its wakes.
+  bool waiting() const {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return waiting_.load(std::memory_order_relaxed);
+  }
+  // Wakes the waiter: one fence and one load, no system call, when none waits; one
+  // wake-up per wait however many notifiers race.
+  void Notify() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!waiting_.load(std::memory_order_relaxed)) return;
+    if (!waiting_.exchange(false, std::memory_order_relaxed)) return;
+    epoch_.fetch_add(1, std::memory_order_release);
+    FutexWakeAll();
+  }
+
+ private:
+  // Straight to the futex on Linux: libstdc++'s atomic::wait spins with sched_yield
+  // first, which on a loaded machine hands the core to other processes for whole time
+  // slices.
+#if defined(__linux__)
+  void FutexWait(uint32_t key) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&epoch_), FUTEX_WAIT_PRIVATE, key,
+            nullptr, nullptr, 0);
+  }
+  void FutexWakeAll() {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&epoch_), FUTEX_WAKE_PRIVATE,
+            INT32_MAX, nullptr, nullptr, 0);
+  }
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+#else
+  void FutexWait(uint32_t key) { epoch_.wait(key); }
+  void FutexWakeAll() { epoch_.notify_all(); }
+#endif
+
+  std::atomic<uint32_t> epoch_{0};
+  std::atomic<bool> waiting_{false};
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_RUNTIME_SPSC_RING_H_
