@@ -51,7 +51,7 @@ class InjectPrefetchPass final : public OptimizerPass {
   bool on_by_default() const override { return true; }
   Result<PassResult> Apply(const DatasetPtr& root) const override {
     if (IsAsyncOp(root->op())) return PassResult{root, 0};
-    if (GraphBelowHandoff(root)) {
+    if (CostModelOn() && GraphBelowHandoff(root)) {
       return PassResult{root, 0, {"kept the root synchronous (cost model: every op below a "
                                   "handoff)"}};
     }

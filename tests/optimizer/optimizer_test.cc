@@ -821,6 +821,23 @@ TEST_F(OptimizerTest, CostModelKeepsCheapWorkSequential) {
                    Only({"parallel_batch", "inject_prefetch"}));
 }
 
+TEST_F(OptimizerTest, CostModelToggleOffMakesEveryRewrite) {
+  // optimization.Set("cost_model", false): the gated rewrites are made unconditionally.
+  Options o = Only({"map_parallelization", "parallel_batch", "inject_prefetch"});
+  o.optimization.Set("cost_model", false);
+  Dataset ds = Dataset::Range(50).Map(Kernel("cast", {{"dtype", DType::kFloat64}})).Batch(4);
+  Optimized r = Optimize(ds, o);
+  EXPECT_EQ(Ops(r.root),
+            (std::vector<std::string>{"Range", "ParallelMap", "ParallelBatch"}));
+  Dataset cheap = Dataset::Range(50).Map(Kernel("identity")).Batch(1).Unbatch();
+  EXPECT_EQ(Ops(Optimize(cheap, o).root),
+            (std::vector<std::string>{"Range", "ParallelMap", "ParallelBatch", "Unbatch",
+                                      "Prefetch"}));
+  // Scoped to the run: the next run with the model on keeps the cheap work sequential.
+  EXPECT_EQ(Optimize(ds, Only({"map_parallelization"})).changes("map_parallelization"), 0);
+  ExpectEquivalent([&] { return ds; }, o);
+}
+
 // ---- inject_prefetch ------------------------------------------------------------------
 
 TEST_F(OptimizerTest, InjectPrefetch) {
