@@ -1283,6 +1283,10 @@ PYBIND11_MODULE(_sluice, m) {
       .def("close", [](io::TFRecordWriter& w) { Check(NoGil([&] { return w.Close(); })); })
       .def_property_readonly("path", &io::TFRecordWriter::path)
       .def_property_readonly("records_written", &io::TFRecordWriter::records_written);
+  m.def("_write_tfrecord_index", [](const std::string& path) {
+    Result<int64_t> n = NoGil([&] { return io::WriteTFRecordIndex(path); });
+    return Unwrap(std::move(n));
+  }, py::arg("path"));
   m.def("_serialize_example", [](const std::vector<py::tuple>& features) {
     io::ExampleBuilder b;
     for (const py::tuple& f : features) {
