@@ -809,6 +809,17 @@ TEST_F(OptimizerTest, CostModelKeepsCheapWorkSequential) {
   EXPECT_NE(ReportOf(ic, "inject_prefetch").find("kept the root synchronous"),
             std::string::npos);
   EXPECT_EQ(Optimize(cheap.Map(AddOne()), ip).changes("inject_prefetch"), 1);
+  // In-memory slices of small rows under a shuffle and a batch: no prefetch; rows whose
+  // copy alone exceeds a handoff (256 KiB) get one.
+  Dataset small =
+      Dataset::FromTensorSlices(Element{Tensor::Zeros(DType::kFloat32, Shape({512, 16}))})
+          .Shuffle(100, 1)
+          .Batch(256);
+  EXPECT_EQ(Optimize(small, ip).changes("inject_prefetch"), 0);
+  Dataset wide =
+      Dataset::FromTensorSlices(Element{Tensor::Zeros(DType::kFloat64, Shape({4, 32768}))})
+          .Batch(2);
+  EXPECT_EQ(Optimize(wide, ip).changes("inject_prefetch"), 1);
   // The decisions show in the report lines.
   bool shown = false;
   for (const std::string& line : ic.report.Lines()) {
