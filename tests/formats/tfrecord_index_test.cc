@@ -162,6 +162,14 @@ TEST(TFRecordIndexTest, IndexedFilesServeRowsAndGlobalShuffleIsAPermutation) {
   std::vector<std::string> want = in_order;
   std::sort(want.begin(), want.end());
   EXPECT_EQ(got, want);
+  // The iterator contract (save/restore at every position: resume is exact), both with a
+  // fresh permutation per epoch and with a fixed one.
+  testing::ConformanceOptions o;
+  o.ordered = false;
+  o.same_each_iteration = false;
+  CheckDataset(shuffled, CollectOrDie(ds), o);
+  o.same_each_iteration = true;
+  CheckDataset(ds.GlobalShuffle(7, false), CollectOrDie(ds), o);
   // The whole-input shuffle becomes the index shuffle by default.
   std::vector<std::string> rewritten = Strings(CollectOrDie(ds.Shuffle(1000, 3)));
   std::sort(rewritten.begin(), rewritten.end());
