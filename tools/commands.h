@@ -27,6 +27,7 @@ void AddServiceCommands(CLI::App& app, int* exit_code);
 void AddClusterCommand(CLI::App& app, int* exit_code);
 // sluice profile spec.json --trace out.json ... (tools/profile_command.cc)
 void AddProfileCommand(CLI::App& app, int* exit_code);
+void AddIndexCommand(CLI::App& app, int* exit_code);
 
 }  // namespace sluice
 

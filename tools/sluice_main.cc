@@ -300,6 +300,7 @@ int main(int argc, char** argv) {
   sluice::AddServiceCommands(app, &exit_code);
   sluice::AddClusterCommand(app, &exit_code);
   sluice::AddProfileCommand(app, &exit_code);
+  sluice::AddIndexCommand(app, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return sluice::RunDemo(dir, imagenet_dir, batch_size, epochs, json);

@@ -126,6 +126,14 @@ class ExampleBuilder {
   std::unique_ptr<Impl> impl_;
 };
 
+// Writes the offset index of the uncompressed TFRecord file `path` beside it
+// (`path` + ".index": record count and each record's offset, with a magic and a CRC) and
+// returns the number of records. With indexes beside all of its files, Dataset::TFRecord
+// knows its cardinality and serves rows by index, so GlobalShuffle (and a whole-input
+// Shuffle) runs over it. Rebuild after changing the file: a stale index (the file's size
+// or mtime differs) is ignored with a warning. `sluice index FILE...` does the same.
+Result<int64_t> WriteTFRecordIndex(const std::string& path);
+
 }  // namespace io
 }  // namespace sluice
 

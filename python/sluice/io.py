@@ -176,6 +176,17 @@ class TFRecordWriter:
         return "sluice.io.TFRecordWriter(%r)" % (self._writer.path,)
 
 
+def build_tfrecord_index(filenames):
+    """Writes the offset index beside each uncompressed TFRecord file (``FILE.index``, as
+    ``sluice index FILE...`` does) and returns their record counts. With an index beside
+    every file, ``TFRecordDataset(files)`` knows its length and serves rows by index, so
+    ``global_shuffle()`` and ``shuffle(len(ds))`` (an index shuffle) work over it. Rebuild
+    after changing a file: a stale index is ignored with a warning."""
+    if isinstance(filenames, (str, bytes, os.PathLike)):
+        filenames = [filenames]
+    return [_sluice._write_tfrecord_index(os.fspath(f)) for f in filenames]
+
+
 def _example_feature(key, value):
     """(key, kind, values) for _sluice._serialize_example."""
     import numpy as np

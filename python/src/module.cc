@@ -18,6 +18,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <unistd.h>
@@ -692,14 +693,19 @@ py::dict OptionsToDict(const Options& o) {
 // Ctrl-C while the main thread waits in GetNext.
 //
 // Python's own SIGINT handler only sets a flag that the main thread reads between
-// bytecodes, which it never reaches while blocked in C++. So around a blocking call on the
-// main thread, SigintGuard installs a C handler that records the signal and wakes a
-// watcher thread (sem_post is async-signal-safe); the watcher cancels the iterator being
-// waited on, so GetNext returns promptly. When the call returns, the previous handler is
-// put back and the signal is handed to Python (PyErr_SetInterruptEx), which raises
-// KeyboardInterrupt (or runs the user's handler) at the next PyErr_CheckSignals. Cost: two
-// sigaction calls per GetNext (about a microsecond). Only the main thread does this;
-// Python delivers signals only there anyway.
+// bytecodes, which it never reaches while blocked in C++. So sluice puts a C handler in
+// place of Python's (once, while SIGINT's Python-level handler is a callable): outside
+// GetNext it hands the signal to Python exactly as Python's own would
+// (PyErr_SetInterruptEx, which is async-signal-safe, trips the handler and writes the
+// wakeup fd); while the main thread is in GetNext it wakes a watcher thread (sem_post)
+// that cancels the iterator being waited on, so GetNext returns promptly, and the signal
+// is handed to Python after the call, which raises KeyboardInterrupt (or runs the user's
+// handler) at its next PyErr_CheckSignals.
+// Installing once, rather than around each call, keeps system calls off the per-element
+// path (three sigaction calls per `next` cost about a microsecond). When the Python-level
+// handler changes (signal.signal), the next call installs the stand-in again; set to
+// SIG_IGN or SIG_DFL, sluice leaves SIGINT alone. Only the main thread does this; Python
+// delivers signals only there anyway.
 
 std::atomic<bool> g_sigint{false};
 sem_t g_sigint_sem;
@@ -707,7 +713,16 @@ std::mutex g_cancel_mu;
 Iterator* g_waiting = nullptr;  // GUARDED_BY(g_cancel_mu): the iterator the main thread waits on
 unsigned long g_main_thread = 0;
 
+// Whether the main thread is inside a guarded GetNext.
+std::atomic<bool> g_in_next{false};
+
 void OnSigint(int) {
+  if (!g_in_next.load()) {
+    PyErr_SetInterruptEx(SIGINT);
+    return;
+  }
+  // Inside GetNext, Python functions of the pipeline may run on this thread: tripping the
+  // signal now would raise KeyboardInterrupt inside one of them. Finish hands it over.
   g_sigint.store(true);
   sem_post(&g_sigint_sem);
 }
@@ -726,31 +741,57 @@ void StartWatcher() {
   });
 }
 
+// Whether the stand-in handler is installed for SIGINT's current Python-level handler,
+// installing it when needed. GIL held, main thread.
+bool SigintStandInInstalled() {
+  static PyObject* getsignal = nullptr;          // _signal.getsignal, never released
+  static PyObject* installed_for = nullptr;      // the Python handler seen at install
+  if (getsignal == nullptr) {
+    // _signal's, not signal's: the latter maps the result to an enum through a raised
+    // and caught ValueError on every call.
+    getsignal = py::object(py::module_::import("_signal").attr("getsignal")).release().ptr();
+  }
+  py::object h = py::reinterpret_steal<py::object>(PyObject_CallFunction(getsignal, "i", SIGINT));
+  if (!h) {
+    PyErr_Clear();
+    return false;
+  }
+  if (h.ptr() == installed_for) return true;
+  if (!PyCallable_Check(h.ptr())) return false;  // SIG_IGN, SIG_DFL, None
+  struct sigaction current;
+  if (sigaction(SIGINT, nullptr, &current) != 0) return false;
+  if (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL) return false;
+  if (current.sa_handler != &OnSigint) {
+    StartWatcher();
+    struct sigaction ours{};
+    ours.sa_handler = &OnSigint;
+    sigemptyset(&ours.sa_mask);
+    if (sigaction(SIGINT, &ours, nullptr) != 0) return false;
+  }
+  Py_XDECREF(installed_for);
+  installed_for = h.release().ptr();
+  return true;
+}
+
 class SigintGuard {
  public:
   // Call with the GIL held; the blocking call then runs without it.
   explicit SigintGuard(Iterator* it) {
     if (PyThread_get_thread_ident() != g_main_thread) return;
-    struct sigaction current;
-    if (sigaction(SIGINT, nullptr, &current) != 0) return;
-    // Only stand in for a Python-level handler (not for SIG_IGN / SIG_DFL).
-    if (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL) return;
-    StartWatcher();
+    if (!SigintStandInInstalled()) return;
     g_sigint.store(false);
     {
       std::lock_guard<std::mutex> l(g_cancel_mu);
       g_waiting = it;
     }
-    struct sigaction ours{};
-    ours.sa_handler = &OnSigint;
-    sigemptyset(&ours.sa_mask);
-    if (sigaction(SIGINT, &ours, &previous_) == 0) active_ = true;
+    g_in_next.store(true);
+    active_ = true;
   }
-  // Restores the handler. True when a SIGINT arrived meanwhile (now pending in Python).
+  // Stops standing guard. True when a SIGINT arrived meanwhile (now pending in Python).
   bool Finish() {
     if (!active_) return false;
-    sigaction(SIGINT, &previous_, nullptr);
     active_ = false;
+    g_in_next.store(false);
     {
       std::lock_guard<std::mutex> l(g_cancel_mu);
       g_waiting = nullptr;
@@ -763,8 +804,11 @@ class SigintGuard {
 
  private:
   bool active_ = false;
-  struct sigaction previous_{};
 };
+
+// Incremented in every child of a fork: an iterator compares it with the value it was
+// made under, instead of calling getpid() on each `next`.
+std::atomic<uint64_t> g_fork_generation{0};
 
 // ---------------------------------------------------------------------------------------
 // Iterator.
@@ -780,7 +824,7 @@ std::set<PyIterator*>& LiveIterators() {
 class PyIterator {
  public:
   PyIterator(std::unique_ptr<Iterator> it, OutMode mode)
-      : it_(std::move(it)), mode_(mode), pid_(getpid()) {
+      : it_(std::move(it)), mode_(mode), pid_(getpid()), fork_generation_(g_fork_generation) {
     LiveIterators().insert(this);
   }
   ~PyIterator() {
@@ -891,7 +935,8 @@ class PyIterator {
   // An iterator cannot be used in a process forked from the one that made it: its
   // threads are not there.
   void Unforked() const {
-    if (getpid() != pid_) {
+    if (g_fork_generation.load(std::memory_order_relaxed) != fork_generation_ &&
+        getpid() != pid_) {
       ThrowStatus(FailedPreconditionError(
           "sluice iterator: made in process " + std::to_string(pid_) +
           " and used in " + std::to_string(getpid()) +
@@ -906,6 +951,7 @@ class PyIterator {
   bool interrupted_ = false;
   bool busy_ = false;  // in Next (changed with the GIL held)
   pid_t pid_;          // the process that made it
+  uint64_t fork_generation_;  // g_fork_generation when it was made
 };
 
 py::list SpecToPython(const ElementSpec& spec) {
@@ -1001,6 +1047,7 @@ PYBIND11_MODULE(_sluice, m) {
   (void)py::detail::npy_api::get();
   py::module_::import("atexit").attr("register")(
       py::cpp_function([] { PyIterator::CloseAllAtExit(); }));
+  pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); });
   g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
   // What escapes a binding besides Python errors becomes a sluice error, not pybind11's
@@ -1283,6 +1330,10 @@ PYBIND11_MODULE(_sluice, m) {
       .def("close", [](io::TFRecordWriter& w) { Check(NoGil([&] { return w.Close(); })); })
       .def_property_readonly("path", &io::TFRecordWriter::path)
       .def_property_readonly("records_written", &io::TFRecordWriter::records_written);
+  m.def("_write_tfrecord_index", [](const std::string& path) {
+    Result<int64_t> n = NoGil([&] { return io::WriteTFRecordIndex(path); });
+    return Unwrap(std::move(n));
+  }, py::arg("path"));
   m.def("_serialize_example", [](const std::vector<py::tuple>& features) {
     io::ExampleBuilder b;
     for (const py::tuple& f : features) {

@@ -30,6 +30,7 @@ FileStat ToFileStat(const struct stat& st) {
   s.size = static_cast<uint64_t>(st.st_size);
   s.device = static_cast<uint64_t>(st.st_dev);
   s.inode = static_cast<uint64_t>(st.st_ino);
+  s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   return s;
 }
 

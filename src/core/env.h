@@ -49,6 +49,8 @@ struct FileStat {
   // cycles once.
   uint64_t device = 0;
   uint64_t inode = 0;
+  // Last modification time (st_mtim), in ns since the epoch; 0 where unknown.
+  int64_t mtime_ns = 0;
 };
 
 // An entry of a directory listing.

@@ -89,6 +89,8 @@ enum class RowAccess {
   kSource,  // a source that serves any row (range, slices, idx, image_folder, list_files)
   kInputs,  // row i from row i of each input, when every input serves rows and no function
             // is random or stateful (map, zip, a memory cache)
+  kSlice,   // a contiguous range of its one input's rows (take, skip): row i is input
+            // row i + offset, whatever the input's cardinality
 };
 
 // What an op is. Every field is a fact the optimizer, the autotune model, the bottleneck

@@ -26,6 +26,8 @@ const DatasetNode* FirstNotRandomAccess(const DatasetPtr& node) {
       return node.get();
     case RowAccess::kSource:
       return nullptr;
+    case RowAccess::kSlice:
+      return FirstNotRandomAccess(node->inputs()[0]);
     case RowAccess::kInputs:
       break;
   }

@@ -13,6 +13,7 @@
 #define SLUICE_OPTIMIZER_COST_MODEL_H_
 
 #include <cstdint>
+#include <string_view>
 
 #include "graph/dataset_node.h"
 #include "runtime/async_buffer.h"
@@ -31,6 +32,26 @@ inline constexpr double kCopyNsPerByte = 0.2;
 // ParallelBatch's fixed cost per batch over Batch (slot, pool task, wake-ups).
 inline constexpr int64_t kParallelBatchNs = 10000;
 
+// The model can be switched off with the pseudo-pass toggle "cost_model"
+// (Options::optimization.Set("cost_model", false)): the gated rewrites are then made
+// unconditionally, as tf.data makes them (bench/small_elements.py's "all rewrites on").
+// RunPasses scopes the switch to the thread running the passes.
+inline constexpr std::string_view kCostModelToggle = "cost_model";
+inline thread_local bool cost_model_off = false;
+inline bool CostModelOn() { return !cost_model_off; }
+
+// Switches the model off on this thread for its lifetime when `off`.
+class CostModelScope {
+ public:
+  explicit CostModelScope(bool off) : saved_(cost_model_off) { cost_model_off = off; }
+  ~CostModelScope() { cost_model_off = saved_; }
+  CostModelScope(const CostModelScope&) = delete;
+  CostModelScope& operator=(const CostModelScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // The estimated ns per element of `f` on elements of `in` bytes (-1: unknown), or -1
 // when nothing is known about its cost (a lambda, a kernel without a cost hint).
 inline int64_t EstimatedCallNs(const Function& f, int64_t in_bytes) {
@@ -45,6 +66,7 @@ inline int64_t EstimatedCallNs(const Function& f, int64_t in_bytes) {
 // Whether mapping `f` over `input`'s elements is known to cost less than a handoff, so
 // running it on the pool would only add the handoff.
 inline bool MapBelowHandoff(const Function& f, const DatasetNode& input) {
+  if (!CostModelOn()) return false;
   const int64_t ns = EstimatedCallNs(f, StaticElementBytes(input.element_spec()));
   return ns >= 0 && ns < kHandoffNs;
 }
@@ -53,6 +75,7 @@ inline bool MapBelowHandoff(const Function& f, const DatasetNode& input) {
 // ParallelBatch: one row, or rows so small that copying a whole batch costs less than
 // ParallelBatch's own per-batch cost.
 inline bool BatchBelowHandoff(int64_t batch_size, const DatasetNode& input) {
+  if (!CostModelOn()) return false;
   if (batch_size <= 1) return true;
   const int64_t row = StaticElementBytes(input.element_spec());
   if (row < 0) return false;

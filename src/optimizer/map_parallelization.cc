@@ -46,7 +46,7 @@ class MapParallelizationPass final : public OptimizerPass {
         RewriteGraph(root, [&keep, &kept](const DatasetPtr& n, const RewriteContext& ctx)
                                -> Result<DatasetPtr> {
           if (!IsOp(n, "Map") || IsStateful(n->functions()[0])) return DatasetPtr();
-          if (n->functions()[0].traits().cheap ||
+          if ((CostModelOn() && n->functions()[0].traits().cheap) ||
               (!n->inputs().empty() && n->inputs()[0] &&
                MapBelowHandoff(n->functions()[0], *n->inputs()[0]))) {
             ++kept;

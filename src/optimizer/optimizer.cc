@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "optimizer/cost_model.h"
 #include "optimizer/pass.h"
 #include "runtime/node_stats.h"
 
@@ -46,6 +47,10 @@ Result<DatasetPtr> RunPasses(const DatasetPtr& root, const Options& options,
                              const PassList& passes, OptimizeReport* report) {
   if (!root) return InvalidArgumentError("optimizer: null graph");
   DatasetPtr cur = root;
+  // The cost model is on unless switched off by name (apply_default_optimizations does
+  // not touch it).
+  const auto cm = options.optimization.passes.find(kCostModelToggle);
+  CostModelScope cost_model(cm != options.optimization.passes.end() && !cm->second);
   for (const auto& pass : passes) {
     PassReport pr;
     pr.name = std::string(pass->name());

@@ -809,6 +809,17 @@ TEST_F(OptimizerTest, CostModelKeepsCheapWorkSequential) {
   EXPECT_NE(ReportOf(ic, "inject_prefetch").find("kept the root synchronous"),
             std::string::npos);
   EXPECT_EQ(Optimize(cheap.Map(AddOne()), ip).changes("inject_prefetch"), 1);
+  // In-memory slices of small rows under a shuffle and a batch: no prefetch; rows whose
+  // copy alone exceeds a handoff (256 KiB) get one.
+  Dataset small =
+      Dataset::FromTensorSlices(Element{Tensor::Zeros(DType::kFloat32, Shape({512, 16}))})
+          .Shuffle(100, 1)
+          .Batch(256);
+  EXPECT_EQ(Optimize(small, ip).changes("inject_prefetch"), 0);
+  Dataset wide =
+      Dataset::FromTensorSlices(Element{Tensor::Zeros(DType::kFloat64, Shape({4, 32768}))})
+          .Batch(2);
+  EXPECT_EQ(Optimize(wide, ip).changes("inject_prefetch"), 1);
   // The decisions show in the report lines.
   bool shown = false;
   for (const std::string& line : ic.report.Lines()) {
@@ -819,6 +830,23 @@ TEST_F(OptimizerTest, CostModelKeepsCheapWorkSequential) {
   // The elements are unchanged either way.
   ExpectEquivalent([] { return Dataset::Range(50).Batch(1).Unbatch(); },
                    Only({"parallel_batch", "inject_prefetch"}));
+}
+
+TEST_F(OptimizerTest, CostModelToggleOffMakesEveryRewrite) {
+  // optimization.Set("cost_model", false): the gated rewrites are made unconditionally.
+  Options o = Only({"map_parallelization", "parallel_batch", "inject_prefetch"});
+  o.optimization.Set("cost_model", false);
+  Dataset ds = Dataset::Range(50).Map(Kernel("cast", {{"dtype", DType::kFloat64}})).Batch(4);
+  Optimized r = Optimize(ds, o);
+  EXPECT_EQ(Ops(r.root),
+            (std::vector<std::string>{"Range", "ParallelMap", "ParallelBatch"}));
+  Dataset cheap = Dataset::Range(50).Map(Kernel("identity")).Batch(1).Unbatch();
+  EXPECT_EQ(Ops(Optimize(cheap, o).root),
+            (std::vector<std::string>{"Range", "ParallelMap", "ParallelBatch", "Unbatch",
+                                      "Prefetch"}));
+  // Scoped to the run: the next run with the model on keeps the cheap work sequential.
+  EXPECT_EQ(Optimize(ds, Only({"map_parallelization"})).changes("map_parallelization"), 0);
+  ExpectEquivalent([&] { return ds; }, o);
 }
 
 // ---- inject_prefetch ------------------------------------------------------------------

@@ -171,3 +171,38 @@ def test_never_producing_filter_stops(how):
     assert p.returncode == 7, (out, err)
     expected = {"sigint": "KeyboardInterrupt", "close": "closed", "del": "closed"}[how]
     assert expected in out, (out, err)
+
+
+BETWEEN_SCRIPT = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import sluice
+
+    # Python work between elements: the signal arrives outside `next`, where sluice's
+    # stand-in SIGINT handler passes it straight to Python.
+    try:
+        print("iterating", flush=True)
+        for x in sluice.data.Dataset.range(10**9):
+            t = time.perf_counter()
+            while time.perf_counter() - t < 0.001:
+                pass
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+        sys.exit(7)
+""")
+
+
+def test_sigint_between_elements_raises_keyboard_interrupt():
+    p = subprocess.Popen([sys.executable, "-c", BETWEEN_SCRIPT], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert p.stdout.readline().strip() == "iterating"
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 7, (out, err)
+    assert "KeyboardInterrupt" in out

@@ -1,9 +1,11 @@
 #include "ops/sources/file_sequence.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "graph/attr.h"
 #include "runtime/iterator_base.h"
+#include "runtime/random_access.h"
 #include "runtime/runtime.h"
 #include "runtime/split_provider.h"
 
@@ -56,7 +58,10 @@ Result<std::unique_ptr<InputStream>> FileSequenceDataset::OpenStream(Env* env,
 
 namespace {
 
-class FileSequenceIterator : public IteratorBase {
+// Open handles kept for row reads; past this many, all are closed and reopened on demand.
+constexpr size_t kMaxRowFiles = 64;
+
+class FileSequenceIterator : public IteratorBase, public RandomAccess {
  public:
   FileSequenceIterator(const FileSequenceDataset* ds, const std::string& prefix, Env* env)
       : IteratorBase(ds->shared(), prefix), ds_(ds), env_(env) {}
@@ -64,6 +69,35 @@ class FileSequenceIterator : public IteratorBase {
   Status Initialize(const IteratorContext& ctx) override {
     splits_ = ctx.split_provider;
     return Status::OK();
+  }
+
+  RandomAccess* AsRandomAccess() override {
+    return ds_->rows() != nullptr && splits_ == nullptr ? this : nullptr;
+  }
+  int64_t RowCount() const override { return ds_->rows()->count; }
+  Result<Element> GetRow(int64_t i) override {
+    const RecordRows& rows = *ds_->rows();
+    if (i < 0 || i >= rows.count) {
+      return OutOfRangeError(node().op() + ": row " + std::to_string(i) + " of " +
+                             std::to_string(rows.count));
+    }
+    const size_t f = static_cast<size_t>(
+        std::upper_bound(rows.first.begin(), rows.first.end(), i) - rows.first.begin() - 1);
+    if (row_files_.empty()) row_files_.resize(ds_->files().size());
+    if (!row_files_[f]) {
+      if (open_row_files_ >= kMaxRowFiles) {
+        for (auto& h : row_files_) h.reset();
+        open_row_files_ = 0;
+      }
+      Result<std::unique_ptr<RandomAccessFile>> h = env_->NewRandomAccessFile(ds_->files()[f]);
+      if (!h.ok()) return h.status().WithContext(node().op());
+      row_files_[f] = std::move(*h);
+      ++open_row_files_;
+    }
+    Result<std::string> rec =
+        ds_->ReadRecordAt(*row_files_[f], f, rows.offsets[f][i - rows.first[f]]);
+    if (!rec.ok()) return rec.status().WithContext(node().op() + ": row " + std::to_string(i));
+    return Element{Tensor::Scalar<std::string>(std::move(*rec))};
   }
 
  protected:
@@ -186,6 +220,8 @@ class FileSequenceIterator : public IteratorBase {
   }
 
   const FileSequenceDataset* ds_;
+  std::vector<std::unique_ptr<RandomAccessFile>> row_files_;  // by file, for GetRow
+  size_t open_row_files_ = 0;
   Env* env_;
   size_t index_ = 0;
   std::unique_ptr<RecordFileReader> reader_;  // the open file, null between files

@@ -20,7 +20,10 @@
 //    hands out, each to its end, and ends when the provider does. The checkpoint is the
 //    same (the file being read and its offset; file index 0 and offset -1 between
 //    splits, files().size() once ended) and Save calls the provider's MarkCheckpoint.
-// Cardinality is unknown (as in tf.data: it would need reading the files).
+// Cardinality is unknown (as in tf.data: it would need reading the files), unless the
+// source knows the offset of every record (set_rows: TFRecord with an offset index beside
+// every file, formats/tfrecord_index.h); then it is the record count, and the iterator
+// serves row i by index (RandomAccess) through ReadRecordAt, without moving its position.
 //
 // Thread-safety: nodes are immutable; an iterator (and its reader) is used by one
 // thread at a time.
@@ -31,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "formats/input_stream.h"
 #include "graph/dataset_node.h"
 #include "graph/op_def.h"
@@ -94,12 +98,29 @@ class StreamRecordReader : public RecordFileReader {
   std::unique_ptr<InputStream> stream_;
 };
 
+// The offset of every record of every file, for a source that serves rows by index.
+struct RecordRows {
+  std::vector<std::vector<uint64_t>> offsets;  // per file, in order
+  std::vector<int64_t> first;                  // the row number of each file's first record
+  int64_t count = 0;
+};
+
 class FileSequenceDataset : public DatasetNode {
  public:
   // The element spec is a string scalar.
   FileSequenceDataset(std::string op, OpArgs args, FileSourceAttrs attrs);
 
-  int64_t Cardinality() const override { return kUnknownCardinality; }
+  int64_t Cardinality() const override {
+    return rows_ ? rows_->count : kUnknownCardinality;
+  }
+  // The record offsets, or null when the source cannot serve rows by index.
+  const RecordRows* rows() const { return rows_.get(); }
+  // The record at `offset` of files()[i], read from `file` (an open handle on it); only
+  // sources that set_rows are asked.
+  virtual Result<std::string> ReadRecordAt(RandomAccessFile& file, size_t i,
+                                           uint64_t offset) const {
+    return UnimplementedError(op() + ": no row access");
+  }
   const std::vector<std::string>& files() const { return attrs_.filenames; }
   const FileSourceAttrs& attrs() const { return attrs_; }
 
@@ -116,9 +137,11 @@ class FileSequenceDataset : public DatasetNode {
  protected:
   Result<IteratorPtr> MakeIteratorInternal(
       const IteratorContext& ctx, const std::string& prefix) const override;
+  void set_rows(std::shared_ptr<const RecordRows> rows) { rows_ = std::move(rows); }
 
  private:
   FileSourceAttrs attrs_;
+  std::shared_ptr<const RecordRows> rows_;
 };
 
 }  // namespace sluice

@@ -1,11 +1,14 @@
 // Take (the first `count` elements) and Skip (all but the first `count`). A negative
 // count means all, as in tf.data (-1 is the documented spelling).
+// Row access (RowAccess::kSlice): over an input that serves rows, Take(m) serves
+// min(m, n) rows, row i of Skip(k) is the input's row i + k.
 #include <limits>
 
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/random_access.h"
 
 namespace sluice {
 namespace {
@@ -42,12 +45,27 @@ class TakeSkipDataset : public DatasetNode {
   const bool take_;
 };
 
-class TakeIterator : public UnaryIterator {
+class TakeIterator : public UnaryIterator, public RandomAccess {
  public:
   TakeIterator(const TakeSkipDataset* ds, const std::string& prefix)
       : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
+  RandomAccess* AsRandomAccess() override { return rows_ == nullptr ? nullptr : this; }
+  int64_t RowCount() const override { return std::min(rows_->RowCount(), ds_->count()); }
+  Result<Element> GetRow(int64_t i) override {
+    if (i < 0 || i >= RowCount()) {
+      return OutOfRangeError("Take: row " + std::to_string(i) + " of " +
+                             std::to_string(RowCount()));
+    }
+    return rows_->GetRow(i);
+  }
+
  protected:
+  Status InitializeState(const IteratorContext&) override {
+    rows_ = input_->AsRandomAccess();
+    return Status::OK();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     if (taken_ >= ds_->count()) return std::nullopt;
     SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
@@ -80,15 +98,33 @@ class TakeIterator : public UnaryIterator {
 
  private:
   const TakeSkipDataset* ds_;
+  RandomAccess* rows_ = nullptr;  // the input as rows by index, when it serves them
   int64_t taken_ = 0;  // elements produced (count() once the input ended)
 };
 
-class SkipIterator : public UnaryIterator {
+class SkipIterator : public UnaryIterator, public RandomAccess {
  public:
   SkipIterator(const TakeSkipDataset* ds, const std::string& prefix)
       : UnaryIterator(ds->shared(), prefix), ds_(ds) {}
 
+  RandomAccess* AsRandomAccess() override { return rows_ == nullptr ? nullptr : this; }
+  int64_t RowCount() const override {
+    return std::max<int64_t>(0, rows_->RowCount() - std::min(rows_->RowCount(), ds_->count()));
+  }
+  Result<Element> GetRow(int64_t i) override {
+    if (i < 0 || i >= RowCount()) {
+      return OutOfRangeError("Skip: row " + std::to_string(i) + " of " +
+                             std::to_string(RowCount()));
+    }
+    return rows_->GetRow(i + ds_->count());
+  }
+
  protected:
+  Status InitializeState(const IteratorContext&) override {
+    rows_ = input_->AsRandomAccess();
+    return Status::OK();
+  }
+
   Result<std::optional<Element>> GetNextInternal() override {
     if (ended_) return std::nullopt;
     SLUICE_RETURN_IF_ERROR(SkipPrefix());
@@ -139,6 +175,7 @@ class SkipIterator : public UnaryIterator {
   }
 
   const TakeSkipDataset* ds_;
+  RandomAccess* rows_ = nullptr;
   int64_t skipped_ = 0;
   bool ended_ = false;
 };
@@ -164,7 +201,7 @@ void RegisterTakeSkipDataset(Registry* r) {
         .Summary(std::move(summary))
         .Inputs(1)
         .Attr("count", AttrType::kInt, "Elements; -1: all.")
-        .Traits({.seed_mix = SeedMix::kNone});
+        .Traits({.seed_mix = SeedMix::kNone, .row_access = RowAccess::kSlice});
   };
   r->RegisterOp(def("Take", "The first count elements of its input."),
                 [](OpArgs a) { return Make("Take", std::move(a), true); });
