@@ -97,26 +97,6 @@ struct Evaluation {
   bool prefetch = false;     // a Prefetch added at the root
 };
 
-// CPU per root element that runs on the consumer's thread: the root and the nodes it
-// calls synchronously that stay sequential (an async or parallel op's work runs on other
-// threads; its consumer side is a handoff).
-double ConsumerThreadNs(const Analysis& a, const std::vector<double>& cost) {
-  double ns = 0;
-  std::vector<int64_t> todo{a.root};
-  std::vector<bool> seen(a.nodes.size(), false);
-  while (!todo.empty()) {
-    const int64_t id = todo.back();
-    todo.pop_back();
-    if (seen[id]) continue;
-    seen[id] = true;
-    const TraceNode& t = a.trace.nodes[id];
-    if (t.async || !a.nodes[id].sequential) continue;
-    ns += cost[id];
-    for (int64_t in : t.inputs) todo.push_back(in);
-  }
-  return ns;
-}
-
 bool SequentialForm(const std::string& op) {
   return op == "Map" || op == "Filter" || op == "Batch" || op == "Interleave";
 }
@@ -176,15 +156,18 @@ Result<Evaluation> Evaluate(const Analysis& a, double cores, double disk_scale,
       }
     }
   }
-  // A Prefetch at the root moves the consumer thread's work to a runner at two handoffs
-  // per element: worth it, as for the engine's inline mode (runtime/async_buffer.h), only
-  // when that work or the consumer's own time per element is above a handoff.
+  // A Prefetch at the root costs two handoffs per element: worth it, as the engine's
+  // inline mode decides for a prefetch (runtime/async_buffer.h: its whole input's work
+  // against a handoff), only when the pipeline's work per element (after caching) or the
+  // consumer's own time per element is above a handoff.
   const double consumer_ns =
       a.trace.nodes[a.root].elements > 0
           ? static_cast<double>(a.trace.consumer_ns) / a.trace.nodes[a.root].elements
           : 0;
+  double work_ns = 0;
+  for (double c : e.cost) work_ns += c;
   e.prefetch = a.trace.nodes[a.root].op != "Prefetch" &&
-               (h <= 0 || std::max(ConsumerThreadNs(a, e.cost), consumer_ns) > h);
+               (h <= 0 || std::max(work_ns, consumer_ns) > h);
   if (e.prefetch) extra += 2 * h;
   e.extra = extra;
   e.cores = cores;
@@ -351,7 +334,9 @@ Result<LpResult> SolveLp(const Analysis& a, const std::vector<double>& cost, dou
   glp_load_matrix(p.get(), static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
   // Costs span nanoseconds to seconds: scale the rows and columns, or the simplex can
   // stall on a cheap pipeline (a cache read per element); and bound its time.
+  const int term = glp_term_out(GLP_OFF);  // the scaling reports on stdout
   glp_scale_prob(p.get(), GLP_SF_AUTO);
+  glp_term_out(term);
   glp_smcp parm;
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;

@@ -224,9 +224,9 @@ TEST(PlannerTest, NeverCachesAtOrAboveRandomness) {
   }
 }
 
-// A root Prefetch costs two handoffs per element: the plan adds one only when the work it
-// takes off the consumer's thread is above a handoff (as the engine's inline mode does),
-// and predicts without those handoffs when it adds none.
+// A root Prefetch costs two handoffs per element: the plan adds one only when the
+// pipeline's work per element is above a handoff (as the engine's inline mode decides for
+// a prefetch), and predicts without those handoffs when it adds none.
 TEST(PlannerTest, RootPrefetchOnlyWhenTheWorkItMovesExceedsAHandoff) {
   auto trace = [](double source_ms) {
     Trace t;
