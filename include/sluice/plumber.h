@@ -59,6 +59,10 @@ struct MachineFacts {
   // CPU one handoff of an element through a parallel op's buffer costs (ns), measured
   // by a calibration run; the planner charges it for every op it makes parallel.
   double handoff_ns = 0;
+  // CPU of one read of the thread CPU clock (ns), measured by a calibration loop. The stats
+  // plane times a sampled call between two reads, so each call's estimate carries about
+  // one read; the analysis takes it off where no timed input call cancels it. 0: unknown.
+  double timer_ns = 0;
 };
 
 // One node of the traced graph with its counters over the traced window. Iterators of

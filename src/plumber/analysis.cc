@@ -37,10 +37,18 @@ Result<Analysis> Analyze(const Trace& trace) {
     x.id = n.id;
     x.name = n.name;
     x.visit_ratio = n.elements / re;
-    x.cpu_ns_per_root = std::max<int64_t>(0, n.cpu_ns) / re;
+    // A timed call's estimate carries one clock read; a synchronous node's timed input
+    // calls (subtracted from its own) cancel it, one per input element. The rest stays.
+    int64_t untimed = n.elements;
+    if (!n.async) {
+      for (int64_t in : n.inputs) untimed -= trace.nodes[in].elements;
+    }
+    const double cpu = std::max(
+        0.0, static_cast<double>(n.cpu_ns) - trace.machine.timer_ns * std::max<int64_t>(0, untimed));
+    x.cpu_ns_per_root = cpu / re;
     x.rate_per_core = x.cpu_ns_per_root > 0 ? 1e9 / x.cpu_ns_per_root
                                             : std::numeric_limits<double>::infinity();
-    x.utilization = std::max<int64_t>(0, n.cpu_ns) / dur;
+    x.utilization = cpu / dur;
     const int64_t elems = n.total_elements > 0 ? n.total_elements : n.elements;
     const int64_t bytes = n.total_elements > 0 ? n.total_bytes_produced : n.bytes_produced;
     x.bytes_per_element = elems > 0 ? static_cast<double>(bytes) / elems : 0;
@@ -65,7 +73,7 @@ Result<Analysis> Analyze(const Trace& trace) {
     x.gil = n.stateful_function;
     x.cacheable = !x.random_at_or_below && !stateful_below[n.id] &&
                   x.materialized_bytes >= 0 && n.id != a.root;
-    op_cpu += std::max<int64_t>(0, n.cpu_ns);
+    op_cpu += cpu;
   }
   // The operators' CPU is estimated from sampled calls; the process's is exact. When the
   // estimates add up to more than the process used, scale them down to it.

@@ -16,6 +16,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kMaxRate = 1e12;  // caps X so the LP is never unbounded
+constexpr int kLpTimeLimitMs = 2000;  // an LP of a few dozen rows takes microseconds
 
 struct GlpDeleter {
   void operator()(glp_prob* p) const { glp_delete_prob(p); }
@@ -93,6 +94,7 @@ struct Evaluation {
   double extra = 0;          // handoff ns per root element outside the graph's nodes
   double cores = 0;
   double share = 1;          // of a core, per runnable thread
+  bool prefetch = false;     // a Prefetch added at the root
 };
 
 bool SequentialForm(const std::string& op) {
@@ -153,8 +155,20 @@ Result<Evaluation> Evaluate(const Analysis& a, double cores, double disk_scale,
         extra += hv;
       }
     }
-    if (a.trace.nodes[a.root].op != "Prefetch") extra += 2 * h;
   }
+  // A Prefetch at the root costs two handoffs per element: worth it, as the engine's
+  // inline mode decides for a prefetch (runtime/async_buffer.h: its whole input's work
+  // against a handoff), only when the pipeline's work per element (after caching) or the
+  // consumer's own time per element is above a handoff.
+  const double consumer_ns =
+      a.trace.nodes[a.root].elements > 0
+          ? static_cast<double>(a.trace.consumer_ns) / a.trace.nodes[a.root].elements
+          : 0;
+  double work_ns = 0;
+  for (double c : e.cost) work_ns += c;
+  e.prefetch = a.trace.nodes[a.root].op != "Prefetch" &&
+               (h <= 0 || std::max(work_ns, consumer_ns) > h);
+  if (e.prefetch) extra += 2 * h;
   e.extra = extra;
   e.cores = cores;
   e.share = share;
@@ -318,9 +332,15 @@ Result<LpResult> SolveLp(const Analysis& a, const std::vector<double>& cost, dou
     for (int64_t i : g) add(static_cast<int>(i) + 2, 1);
   }
   glp_load_matrix(p.get(), static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  // Costs span nanoseconds to seconds: scale the rows and columns, or the simplex can
+  // stall on a cheap pipeline (a cache read per element); and bound its time.
+  const int term = glp_term_out(GLP_OFF);  // the scaling reports on stdout
+  glp_scale_prob(p.get(), GLP_SF_AUTO);
+  glp_term_out(term);
   glp_smcp parm;
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
+  parm.tm_lim = kLpTimeLimitMs;
   const int rc = glp_simplex(p.get(), &parm);
   if (rc != 0 || glp_get_status(p.get()) != GLP_OPT) {
     return InternalError("plumber: the throughput LP failed (GLPK code " + std::to_string(rc) +
@@ -429,7 +449,7 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
     }
     plan.nodes.push_back(np);
   }
-  plan.prefetch = std::max<int64_t>(2, max_par);
+  plan.prefetch = e.prefetch ? std::max<int64_t>(2, max_par) : 0;
 
   // ---- Bottlenecks, tightest first ----
   struct Ranked {

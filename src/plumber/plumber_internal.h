@@ -17,6 +17,13 @@ std::vector<TraceNode> DescribeGraph(const Dataset& ds);
 // ds's options. `fresh`: every node new even when unchanged (a copy whose iterators do
 // not count as passes over ds's nodes: the next pass over ds is still its first).
 Result<Dataset> RebuildGraph(const Dataset& ds, const Plan& plan, bool fresh);
+// The options ApplyPlan adds: the static rewrites that set parallelism or add prefetches
+// (map_parallelization, parallel_batch, inject_prefetch) off, the plan sets those; the
+// others keep ds's setting.
+Options PlannedOptions();
+// The graph `ds` runs: its static rewrites applied (OptimizeGraph with ds's options),
+// carrying ds's options with every rewrite off (they ran). What the probe traces.
+Result<Dataset> RewrittenGraph(const Dataset& ds);
 // RebuildGraph with an empty plan, fresh: an equal, independent graph.
 Result<Dataset> CloneGraph(const Dataset& ds);
 

@@ -5,6 +5,7 @@
 
 #include "graph/dataset_access.h"
 #include "graph/registry.h"
+#include "optimizer/optimizer.h"
 #include "plumber/plumber_internal.h"
 #include "sluice/plumber.h"
 
@@ -38,7 +39,26 @@ void Parallelize(const DatasetNode& node, int64_t parallelism, std::string* op,
   }
 }
 
+// The static rewrites that choose parallelism or add prefetches: the plan decides those.
+constexpr const char* kPlannedPasses[] = {"map_parallelization", "parallel_batch",
+                                          "inject_prefetch"};
+
 }  // namespace
+
+Options PlannedOptions() {
+  Options o;
+  for (const char* pass : kPlannedPasses) o.optimization.Set(pass, false);
+  return o;
+}
+
+Result<Dataset> RewrittenGraph(const Dataset& ds) {
+  SLUICE_RETURN_IF_ERROR(ds.status());
+  SLUICE_ASSIGN_OR_RETURN(DatasetPtr graph, OptimizeGraph(NodeOf(ds), ds.options(), nullptr));
+  Options o = ds.options();
+  o.optimization.passes.clear();
+  o.optimization.apply_default_optimizations = false;  // applied above
+  return DatasetOf(graph).WithOptions(o);
+}
 
 Result<Dataset> CloneGraph(const Dataset& ds) {
   SLUICE_RETURN_IF_ERROR(ds.status());
@@ -51,9 +71,10 @@ Result<Dataset> CloneGraph(const Dataset& ds) {
 Result<Dataset> ApplyPlan(const Dataset& ds, const Plan& plan) {
   SLUICE_RETURN_IF_ERROR(ds.status());
   SLUICE_ASSIGN_OR_RETURN(Dataset result, RebuildGraph(ds, plan, /*fresh=*/false));
-  Options o;
-  o.optimization.apply_default_optimizations = false;  // the plan is the configuration
-  return result.WithOptions(o);
+  // The plan sets parallelism and prefetch; the other static rewrites (fusions,
+  // vectorize_map_batch, global_shuffle) still run: they make the graph cheaper and keep
+  // its elements, and the probe plans what they produce (OptimizeDetailed).
+  return result.WithOptions(PlannedOptions());
 }
 
 Result<Dataset> RebuildGraph(const Dataset& ds, const Plan& plan, bool fresh) {
@@ -127,12 +148,16 @@ Result<Optimized> OptimizeDetailed(const Dataset& ds, const OptimizeOptions& opt
   SLUICE_ASSIGN_OR_RETURN(o.dataset, ApplyPlan(ds, o.plan));
   o.predicted_rate = o.plan.predicted_rate;
   if (opts.probe_seconds <= 0) return o;
+  // The probe traces what the engine will run: the rewritten graph after the static
+  // rewrites the plan leaves on, so that its plan and prediction are for that graph.
+  auto runs = RewrittenGraph(o.dataset);
+  if (!runs.ok()) return o;
   TraceOptions probe = opts.trace;
   probe.seconds = opts.probe_seconds;
   // A cache is full after the first pass: let the warm-up cover it.
   if (!o.plan.cache_nodes.empty()) probe.warmup_seconds += opts.trace.seconds;
   probe.measure_bandwidth = false;  // the same files: keep the first trace's figures
-  auto probed = TracePipeline(o.dataset, probe);
+  auto probed = TracePipeline(*runs, probe);
   if (!probed.ok()) return o;  // the first plan stands
   probed->machine.sequential_read_bps = trace.machine.sequential_read_bps;
   probed->machine.parallel_read_bps = trace.machine.parallel_read_bps;
@@ -143,7 +168,7 @@ Result<Optimized> OptimizeDetailed(const Dataset& ds, const OptimizeOptions& opt
   po.force_cache.clear();
   auto pp = MakePlan(*pa, po);
   if (!pp.ok()) return o;
-  auto again = ApplyPlan(o.dataset, *pp);
+  auto again = ApplyPlan(*runs, *pp);
   if (!again.ok()) return o;
   o.probed = true;
   o.probe_analysis = std::move(*pa);

@@ -17,6 +17,7 @@
 #include "graph/op_def.h"
 #include "graph/registry.h"
 #include "plumber/plumber_internal.h"
+#include "runtime/node_stats.h"
 #include "runtime/resources.h"
 #include "sluice/plumber.h"
 #include "sluice/serialize.h"
@@ -174,6 +175,15 @@ double MeasureHandoffNs() {
   return std::max(0.0, (par - seq) / kN);
 }
 
+// CPU of one read of the thread CPU clock (what the stats plane reads around a timed call).
+double MeasureTimerNs() {
+  constexpr int kN = 20000;
+  const int64_t start = ThreadCpuNs();
+  int64_t last = start;
+  for (int i = 0; i < kN; ++i) last = ThreadCpuNs();
+  return static_cast<double>(last - start) / kN;
+}
+
 }  // namespace
 
 // Run time and run-queue wait (ns) of each thread of this process.
@@ -188,18 +198,31 @@ SchedTimes ReadSchedstat() {
   return out;
 }
 
-// Each thread's share run / (run + wait), averaged weighted by run time: the threads that
-// do the work count, not those that mostly sleep and pay a scheduling delay per wake-up.
+// Threads that ran at least this share of the busiest thread's run time count.
+constexpr double kBusyThreadShare = 0.5;
+
+// Each busy thread's share run / (run + wait), averaged weighted by run time: the threads
+// that do the work count, not those that mostly sleep and pay a scheduling delay per
+// wake-up (a pool worker woken per element, the stats sampler: their ratio is wake-up
+// latency, not the share a runnable thread gets; counting them made a bottleneck thread
+// that got 0.6 of a core read as 0.35).
 double Availability(const SchedTimes& before, const SchedTimes& after) {
-  double run_total = 0, weighted = 0;
+  std::vector<std::pair<double, double>> ran;  // (run, wait) of each thread that ran
+  double busiest = 0;
   for (const auto& [tid, v] : after) {
     auto it = before.find(tid);
     const auto base = it == before.end() ? std::pair<int64_t, int64_t>{0, 0} : it->second;
     const double run = static_cast<double>(v.first - base.first);
     const double wait = static_cast<double>(v.second - base.second);
     if (run <= 0) continue;
+    ran.emplace_back(run, std::max(0.0, wait));
+    busiest = std::max(busiest, run);
+  }
+  double run_total = 0, weighted = 0;
+  for (const auto& [run, wait] : ran) {
+    if (run < kBusyThreadShare * busiest) continue;
     run_total += run;
-    weighted += run * (run / (run + std::max(0.0, wait)));
+    weighted += run * (run / (run + wait));
   }
   return run_total > 0 ? std::clamp(weighted / run_total, 0.05, 1.0) : 1.0;
 }
@@ -379,6 +402,7 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
   m.memory_bytes = AvailableMemory();
   m.cpu_availability = availability;
   m.handoff_ns = MeasureHandoffNs();
+  m.timer_ns = MeasureTimerNs();
   if (opts.measure_bandwidth && !trace.file_bytes_read.empty()) {
     std::vector<std::string> files;
     for (const auto& [path, bytes] : trace.file_bytes_read) files.push_back(path);
@@ -403,7 +427,8 @@ std::string TraceToJson(const Trace& t) {
                   {"parallel_read_bps", t.machine.parallel_read_bps},
                   {"parallel_readers", t.machine.parallel_readers},
                   {"cpu_availability", t.machine.cpu_availability},
-                  {"handoff_ns", t.machine.handoff_ns}};
+                  {"handoff_ns", t.machine.handoff_ns},
+                  {"timer_ns", t.machine.timer_ns}};
   j["duration_ns"] = t.duration_ns;
   j["process_cpu_ns"] = t.process_cpu_ns;
   j["consumer_ns"] = t.consumer_ns;
@@ -464,6 +489,7 @@ Result<Trace> TraceFromJson(std::string_view text, std::string_view source) {
     t.machine.parallel_readers = m.at("parallel_readers").get<int64_t>();
     t.machine.cpu_availability = m.value("cpu_availability", 1.0);
     t.machine.handoff_ns = m.value("handoff_ns", 0.0);
+    t.machine.timer_ns = m.value("timer_ns", 0.0);
     if (!(t.machine.cpu_availability > 0 && t.machine.cpu_availability <= 1)) {
       return DataLossError(std::string(source) + ": machine.cpu_availability out of (0, 1]");
     }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "plumber/plumber_internal.h"
 #include "sluice/plumber.h"
 #include "testing/plumber_fixtures.h"
 
@@ -116,6 +117,60 @@ TEST(AnalysisTest, RandomnessPropagatesUpward) {
   }
   EXPECT_EQ(a->nodes[6].cardinality, kInfiniteCardinality);
   EXPECT_LT(a->nodes[6].materialized_bytes, 0);
+}
+
+// The stats plane's estimate of a timed call carries one clock read. Where a synchronous
+// node's timed input calls are subtracted one per element (a map) it cancels; a source,
+// a node whose input was not called (a full cache) and an async node keep it, and the
+// analysis takes it off: source 1000 elements x (300 ns + 400 ns read) -> 300 ns each.
+TEST(AnalysisTest, ClockReadIsTakenOffWhereNoInputCallCancelsIt) {
+  Trace t;
+  t.duration_ns = 1000000000;
+  t.machine.cores = 2;
+  t.machine.timer_ns = 400;
+  auto node = [](int64_t id, std::string op, std::vector<int64_t> in, int64_t elements,
+                 int64_t cpu_ns) {
+    TraceNode n;
+    n.id = id;
+    n.op = n.name = op;
+    n.inputs = std::move(in);
+    n.elements = n.total_elements = elements;
+    n.cpu_ns = cpu_ns;
+    n.cardinality = kInfiniteCardinality;
+    return n;
+  };
+  t.nodes.push_back(node(0, "Range", {}, 1000, 700000));       // 300 + 400 ns
+  t.nodes.push_back(node(1, "Map", {0}, 1000, 2000000));       // cancelled: as measured
+  t.nodes.push_back(node(2, "Batch", {1}, 10, 50000));         // 100 calls below: as is
+  t.nodes.push_back(node(3, "Prefetch", {2}, 10, 6000));       // async: 600 - 400 ns
+  t.nodes[3].async = true;
+  t.process_cpu_ns = 10000000;
+  auto a = Analyze(t);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const double roots = 10;
+  EXPECT_NEAR(a->nodes[0].cpu_ns_per_root, 300000 / roots, 1);
+  EXPECT_NEAR(a->nodes[1].cpu_ns_per_root, 2000000 / roots, 1);
+  EXPECT_NEAR(a->nodes[2].cpu_ns_per_root, 50000 / roots, 1);
+  EXPECT_NEAR(a->nodes[3].cpu_ns_per_root, 2000 / roots, 1);
+  // What was taken off is CPU outside the operators: the framework's.
+  EXPECT_NEAR(a->framework_ns_per_root, (10000000 - 2352000) / roots, 1);
+}
+
+// The CPU share is that of the threads that did the work: a bottleneck thread that ran
+// 0.9 of the time it was runnable, beside five workers woken per element (each wake-up
+// waits in the run queue: run 1/5 of their runnable time), reads 0.9, not 0.65.
+TEST(AnalysisTest, AvailabilityIsTheBusyThreadsShare) {
+  SchedTimes before, after;
+  before[1] = {0, 0};
+  after[1] = {900, 100};
+  for (int64_t tid = 2; tid <= 6; ++tid) {
+    before[tid] = {1000, 1000};
+    after[tid] = {1100, 1400};
+  }
+  EXPECT_NEAR(Availability(before, after), 0.9, 1e-9);
+  // Threads that ran alike all count.
+  after[1] = {100, 100};
+  EXPECT_NEAR(Availability(before, after), (100 * 0.5 + 5 * 100 * 0.2) / 600, 1e-9);
 }
 
 TEST(AnalysisTest, EmptyWindowIsAnError) {

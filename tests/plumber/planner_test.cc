@@ -224,5 +224,36 @@ TEST(PlannerTest, NeverCachesAtOrAboveRandomness) {
   }
 }
 
+// A root Prefetch costs two handoffs per element: the plan adds one only when the
+// pipeline's work per element is above a handoff (as the engine's inline mode decides for
+// a prefetch), and predicts without those handoffs when it adds none.
+TEST(PlannerTest, RootPrefetchOnlyWhenTheWorkItMovesExceedsAHandoff) {
+  auto trace = [](double source_ms) {
+    Trace t;
+    t.duration_ns = 1000000000;
+    t.machine.cores = 2;
+    t.machine.handoff_ns = 5000;
+    t.nodes.push_back(Node(0, "Range", {}, source_ms, false));
+    t.nodes.push_back(Node(1, "Repeat", {0}, 0, false));
+    t.process_cpu_ns = t.nodes[0].cpu_ns;
+    return t;
+  };
+  auto cheap = Analyze(trace(0.0005));  // 0.5 us per element, below a 5 us handoff
+  ASSERT_TRUE(cheap.ok());
+  auto p = MakePlan(*cheap);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->prefetch, 0);
+  // One thread at 0.5 us per element, no handoff: 2 M elements/s.
+  EXPECT_NEAR(p->predicted_rate, 2e6, 2e4);
+
+  auto costly = Analyze(trace(0.05));  // 50 us per element
+  ASSERT_TRUE(costly.ok());
+  p = MakePlan(*costly);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_GE(p->prefetch, 2);
+  // One thread at 50 us: 20,000/s (the 10 us of handoffs fit in the second core).
+  EXPECT_NEAR(p->predicted_rate, 2e4, 200);
+}
+
 }  // namespace
 }  // namespace sluice::plumber

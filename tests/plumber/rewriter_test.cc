@@ -4,6 +4,8 @@
 #include "graph/dataset_access.h"
 #include "sluice/plumber.h"
 #include "sluice/serialize.h"
+#include "plumber/plumber_internal.h"
+#include "testing/op_cases.h"
 #include "testing/plumber_fixtures.h"
 
 namespace sluice::plumber {
@@ -64,6 +66,32 @@ TEST(RewriterTest, AppliedPlanYieldsTheSameElements) {
   EXPECT_EQ(NodeOf(*out)->op(), "Prefetch");
   ExpectSameElements(ds, *out);
   ExpectSameElements(ds, *out);  // a second epoch (from the cache)
+}
+
+// The rewritten pipeline keeps the static rewrites that do not choose parallelism (here
+// vectorize_map_batch: the Batch moves below normalize, right above the source; then
+// map_fusion), but none adds parallelism the plan did not ask for (map_parallelization
+// would make the sequential map parallel).
+TEST(RewriterTest, AppliedPlanKeepsTheRewritesThatDoNotSetParallelism) {
+  Tensor img(DType::kUInt8, Shape{40, 6, 5, 1});
+  for (int i = 0; i < 40 * 30; ++i) img.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(i);
+  Dataset ds = Dataset::FromTensorSlices(Element{img})
+                   .Map(testing::K("normalize", {{"mean", std::vector<double>{0.3}},
+                                                 {"std", std::vector<double>{0.4}},
+                                                 {"layout", std::string("HWC")}}))
+                   .Batch(8)
+                   .Map(BurnFunction("burn", 1000));
+  Plan plan;
+  plan.nodes.resize(4);  // every parallelism left as is: sequential
+  auto out = ApplyPlan(ds, plan);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto runs = RewrittenGraph(*out);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const std::string shown = DatasetGraphDebugString(*runs);
+  EXPECT_NE(shown.find("#1 Batch"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("Parallel"), std::string::npos) << shown;
+  ExpectSameElements(ds, *out);
+  ExpectSameElements(ds, *runs);
 }
 
 TEST(RewriterTest, PlanForAnotherGraphIsRefused) {
