@@ -140,7 +140,7 @@ Result<IteratorPtr> IteratorBase::MakeChild(const DatasetPtr& node,
   p += '[';
   p += label;
   p += ']';
-  SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, node->MakeIterator(ctx, p));
+  SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, node->MakeIterator(ctx, p, node_->op()));
   Link(it.get());
   if (cancelled_.load(std::memory_order_seq_cst)) it->Cancel();
   return it;

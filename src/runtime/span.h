@@ -51,10 +51,14 @@ class SpanRecorder {
   // Whether Begin does anything: the per-element hook skips the call when false. Fixed
   // for the recorder's lifetime (read when iterators call it).
   bool calls_begin() const { return calls_begin_; }
-  // Asked once when an iterator is made (prefix: its place in the tree); false leaves
-  // that iterator without the hook, so it costs nothing (a recorder that keeps only some
-  // iterators' spans). Default: every iterator.
-  virtual bool Wants(std::string_view prefix) const { return true; }
+  // Asked twice when an iterator is made: for its GetNext spans (prefix: its place in the
+  // tree; parent_op: the op of the iterator that made it, "" for a root) and for the
+  // spans of its pool work (prefix "<prefix>/fn", parent_op: its own op). False leaves
+  // the iterator without that hook, so it costs nothing at all per element (a recorder
+  // that keeps only some iterators' spans). Default: every iterator, all work.
+  virtual bool Wants(std::string_view prefix, std::string_view parent_op) const {
+    return true;
+  }
 
  protected:
   // Recorders whose Begin is a no-op set this false (in their constructor).
