@@ -194,10 +194,8 @@ class IteratorBase {
  private:
   // The error of a cancelled iterator.
   Status CancelledStatus() const;
-  // GetNextInternal, timed for the stats plane (a sampled call); the wall clock's reads
-  // before and after go to *start_ns and *end_ns when given.
-  Result<std::optional<Element>> GetNextTimed(int64_t* start_ns = nullptr,
-                                              int64_t* end_ns = nullptr);
+  // GetNextInternal, timed for the stats plane (a sampled call).
+  Result<std::optional<Element>> GetNextTimed();
   // GetNextInternal reported to the span recorder (sampled for the stats plane as usual).
   Result<std::optional<Element>> GetNextSpanned();
   friend class DatasetNode;
