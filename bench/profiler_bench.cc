@@ -8,7 +8,9 @@
 //   imagenet_1thread  the same graph made sequential (Interleave, Map, Map + Batch, no
 //             prefetch) on the consumer thread: the same work, far less run-to-run noise;
 //   doctor    the imagenet graph under plumber::TracePipeline (its sampler thread and
-//             counting file system included) vs the same graph and options run plainly.
+//             counting file system included) vs the same graph and options run plainly;
+//             both warm up for --doctor-warmup-seconds (the tracer's warm-up is timed),
+//             then measure --doctor-batches batches.
 //
 // Method: every round parses the spec afresh (same seeds: the same images in the same
 // order), makes a fresh iterator, runs --warmup batches, then measures --batches batches:
@@ -24,6 +26,7 @@
 //   profiler_bench [--spec examples/specs/imagenet.json] [--configs micro,imagenet,
 //     imagenet_1thread,doctor] [--batches 6] [--warmup 2] [--rounds 15]
 //     [--micro-elements 200000] [--micro-rounds 20] [--doctor-batches 6]
+//     [--doctor-warmup-seconds 0.5]
 // Run from the repository root (the spec names data/imagenet/...). Prints one JSON object.
 #include <time.h>
 
@@ -79,6 +82,7 @@ struct Config {
   Options options;                // applied to every mode's iterator
   std::vector<std::string> modes;  // "off" first
   int64_t warmup = 0, n = 0;      // root elements
+  double warmup_seconds = 0;      // instead of `warmup` when > 0 (TracePipeline's way)
   double items_per_element = 1;   // elements per root element (the batch size)
 };
 
@@ -88,7 +92,7 @@ RoundResult Run(const Config& c, const std::string& mode) {
   RoundResult out;
   if (mode == "doctor") {
     plumber::TraceOptions to;
-    to.warmup_seconds = 0;  // the window: from the fresh iterator, c.n elements
+    to.warmup_seconds = c.warmup_seconds;  // then the window: c.n elements
     to.seconds = 3600;
     to.max_elements = c.n;
     to.measure_bandwidth = false;  // a one-off probe of the disk, not per element
@@ -112,13 +116,19 @@ RoundResult Run(const Config& c, const std::string& mode) {
   {
     auto it = ds.MakeIterator(o);
     if (!it.ok()) Die(it.status());
-    double cpu0 = CpuNow(), wall0 = WallNow();
-    for (int64_t i = 0; i < c.warmup + c.n; ++i) {
-      if (i == c.warmup) cpu0 = CpuNow(), wall0 = WallNow();
+    const auto next_or_die = [&] {
       auto next = (*it)->GetNext();
       if (!next.ok()) Die(next.status());
       if (!*next) Die(OutOfRangeError("pipeline " + c.name + " ended early"));
+    };
+    const double warm_end = WallNow() + c.warmup_seconds;
+    if (c.warmup_seconds > 0) {
+      while (WallNow() < warm_end) next_or_die();
+    } else {
+      for (int64_t i = 0; i < c.warmup; ++i) next_or_die();
     }
+    const double cpu0 = CpuNow(), wall0 = WallNow();
+    for (int64_t i = 0; i < c.n; ++i) next_or_die();
     out.cpu_s = CpuNow() - cpu0;
     out.wall_s = WallNow() - wall0;
   }
@@ -144,6 +154,7 @@ json Compare(const Config& c, int rounds) {
   }
   json out = {{"rounds", rounds},
               {"warmup_elements", c.warmup},
+              {"warmup_seconds", c.warmup_seconds},
               {"measured_elements", c.n},
               {"items_per_element", c.items_per_element}};
   const double items = c.n * c.items_per_element;
@@ -247,6 +258,7 @@ int main(int argc, char** argv) {
   std::string configs = "micro,imagenet,imagenet_1thread,doctor";
   int64_t batches = 6, warmup = 2, micro = 200000, doctor_batches = 6;
   int rounds = 15, micro_rounds = 20;
+  double doctor_warmup = 0.5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--spec") spec_path = argv[i + 1];
@@ -257,6 +269,7 @@ int main(int argc, char** argv) {
     else if (k == "--micro-elements") micro = std::atoll(argv[i + 1]);
     else if (k == "--micro-rounds") micro_rounds = std::atoi(argv[i + 1]);
     else if (k == "--doctor-batches") doctor_batches = std::atoll(argv[i + 1]);
+    else if (k == "--doctor-warmup-seconds") doctor_warmup = std::atof(argv[i + 1]);
   }
   const auto wants = [&](const std::string& c) {
     return ("," + configs + ",").find("," + c + ",") != std::string::npos;
@@ -344,7 +357,7 @@ int main(int argc, char** argv) {
       c.options.optimization.apply_default_optimizations = false;
       c.options.autotune.enabled = false;
       c.modes = {"off", "doctor"};
-      c.warmup = 0;  // TracePipeline's window starts at the fresh iterator
+      c.warmup_seconds = doctor_warmup;  // TracePipeline's warm-up is timed
       c.n = doctor_batches;
       c.items_per_element = batch;
       out["doctor"] = Compare(c, rounds);
