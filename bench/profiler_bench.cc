@@ -10,7 +10,10 @@
 //   doctor    the imagenet graph under plumber::TracePipeline (its sampler thread and
 //             counting file system included) vs the same graph and options run plainly;
 //             both warm up for --doctor-warmup-seconds (the tracer's warm-up is timed),
-//             then measure --doctor-batches batches.
+//             then measure --doctor-batches batches;
+//   doctor_whole  the same, measured over the whole call (set-up, warm-up, the tracer's
+//             fixed costs such as its handoff probe) per element produced: what a whole
+//             short trace costs (not in the default --configs).
 //
 // Method: every round parses the spec afresh (same seeds: the same images in the same
 // order), makes a fresh iterator, runs --warmup batches, then measures --batches batches:
@@ -24,8 +27,8 @@
 // imagenet rounds recorded per batch / the off rounds' CPU per batch.
 //
 //   profiler_bench [--spec examples/specs/imagenet.json] [--configs micro,imagenet,
-//     imagenet_1thread,doctor] [--batches 6] [--warmup 2] [--rounds 15]
-//     [--micro-elements 200000] [--micro-rounds 20] [--doctor-batches 6]
+//     imagenet_1thread,doctor[,doctor_whole]] [--batches 1] [--warmup 1] [--rounds 80]
+//     [--micro-elements 200000] [--micro-rounds 20] [--doctor-batches 4]
 //     [--doctor-warmup-seconds 0.5]
 // Run from the repository root (the spec names data/imagenet/...). Prints one JSON object.
 #include <time.h>
@@ -83,6 +86,9 @@ struct Config {
   std::vector<std::string> modes;  // "off" first
   int64_t warmup = 0, n = 0;      // root elements
   double warmup_seconds = 0;      // instead of `warmup` when > 0 (TracePipeline's way)
+  // Measure the whole run (iterator or trace set-up and warm-up included), scaled to n
+  // elements by the elements it produced, instead of the window after the warm-up.
+  bool whole = false;
   double items_per_element = 1;   // elements per root element (the batch size)
 };
 
@@ -96,10 +102,19 @@ RoundResult Run(const Config& c, const std::string& mode) {
     to.seconds = 3600;
     to.max_elements = c.n;
     to.measure_bandwidth = false;  // a one-off probe of the disk, not per element
+    const double cpu0 = CpuNow(), wall0 = WallNow();
     auto t = plumber::TracePipeline(ds.WithOptions(c.options), to);
+    const double cpu1 = CpuNow(), wall1 = WallNow();
     if (!t.ok()) Die(t.status());
     out.wall_s = t->duration_ns * 1e-9;
     out.cpu_s = t->process_cpu_ns * 1e-9;
+    if (c.whole) {
+      auto a = plumber::Analyze(*t);
+      if (!a.ok()) Die(a.status());
+      const double total = static_cast<double>(t->nodes.at(a->root).total_elements);
+      out.wall_s = (wall1 - wall0) * c.n / total;
+      out.cpu_s = (cpu1 - cpu0) * c.n / total;
+    }
     return out;
   }
   std::unique_ptr<profiler::Session> session;
@@ -114,12 +129,15 @@ RoundResult Run(const Config& c, const std::string& mode) {
     o.span_recorder = session->recorder();
   }
   {
+    const double whole_cpu0 = CpuNow(), whole_wall0 = WallNow();
+    int64_t produced = 0;
     auto it = ds.MakeIterator(o);
     if (!it.ok()) Die(it.status());
     const auto next_or_die = [&] {
       auto next = (*it)->GetNext();
       if (!next.ok()) Die(next.status());
       if (!*next) Die(OutOfRangeError("pipeline " + c.name + " ended early"));
+      ++produced;
     };
     const double warm_end = WallNow() + c.warmup_seconds;
     if (c.warmup_seconds > 0) {
@@ -131,6 +149,10 @@ RoundResult Run(const Config& c, const std::string& mode) {
     for (int64_t i = 0; i < c.n; ++i) next_or_die();
     out.cpu_s = CpuNow() - cpu0;
     out.wall_s = WallNow() - wall0;
+    if (c.whole) {
+      out.cpu_s = (CpuNow() - whole_cpu0) * c.n / produced;
+      out.wall_s = (WallNow() - whole_wall0) * c.n / produced;
+    }
   }
   if (session != nullptr) {
     (void)session->Stop();
@@ -256,8 +278,8 @@ int main(int argc, char** argv) {
   using namespace sluice;
   std::string spec_path = "examples/specs/imagenet.json";
   std::string configs = "micro,imagenet,imagenet_1thread,doctor";
-  int64_t batches = 6, warmup = 2, micro = 200000, doctor_batches = 6;
-  int rounds = 15, micro_rounds = 20;
+  int64_t batches = 1, warmup = 1, micro = 200000, doctor_batches = 4;
+  int rounds = 80, micro_rounds = 20;
   double doctor_warmup = 0.5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -311,7 +333,8 @@ int main(int argc, char** argv) {
     out["micro"] = m;
   }
 
-  const bool any_spec = wants("imagenet") || wants("imagenet_1thread") || wants("doctor");
+  const bool any_spec = wants("imagenet") || wants("imagenet_1thread") || wants("doctor") ||
+                        wants("doctor_whole");
   if (any_spec) {
     const json spec = FixSeeds(json::parse(ReadFile(spec_path)));
     const int64_t batch = BatchSizeOf(spec);
@@ -361,6 +384,21 @@ int main(int argc, char** argv) {
       c.n = doctor_batches;
       c.items_per_element = batch;
       out["doctor"] = Compare(c, rounds);
+    }
+    if (wants("doctor_whole")) {
+      // As `doctor`, measured over the whole call: the tracer's set-up, warm-up and
+      // fixed costs included, per element produced.
+      Config c;
+      c.name = "doctor_whole";
+      c.make = Parser(spec, spec_path);
+      c.options.optimization.apply_default_optimizations = false;
+      c.options.autotune.enabled = false;
+      c.modes = {"off", "doctor"};
+      c.warmup_seconds = doctor_warmup;
+      c.n = doctor_batches;
+      c.items_per_element = batch;
+      c.whole = true;
+      out["doctor_whole"] = Compare(c, rounds);
     }
   }
   out["loadavg_after"] = LoadAvg();
