@@ -31,7 +31,8 @@ bool DatasetNode::IsReplayable() const {
 }
 
 Result<IteratorPtr> DatasetNode::MakeIterator(const IteratorContext& ctx,
-                                                                const std::string& prefix) const {
+                                              const std::string& prefix,
+                                              std::string_view parent_op) const {
   if (iterator_count_ > kMaxIteratorTree) {
     return ResourceExhaustedError(
         "an iterator over '" + op_ + "' would need " +
@@ -44,7 +45,11 @@ Result<IteratorPtr> DatasetNode::MakeIterator(const IteratorContext& ctx,
   const Runtime* rt = ctx.runtime();
   it->node_id_ = rt->NodeId(this);
   SpanRecorder* spans = rt->span_recorder();
-  it->spans_ = spans != nullptr && spans->Wants(prefix) ? spans : nullptr;
+  if (spans != nullptr) {
+    it->spans_ = spans->Wants(prefix, parent_op) ? spans : nullptr;
+    // A parallel op's pool work is reported as "<prefix>/fn", asked for separately.
+    it->work_spans_ = spans->Wants(prefix + "/fn", op_) ? spans : nullptr;
+  }
   SLUICE_RETURN_IF_ERROR(it->Initialize(ctx));
   return it;
 }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -75,9 +76,10 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   int64_t iterator_count() const { return iterator_count_; }
   static constexpr int64_t kMaxIteratorTree = 100000;
 
-  // Creates an iterator at `prefix` (its unique path in the iterator tree).
-  Result<IteratorPtr> MakeIterator(const IteratorContext& ctx,
-                                                     const std::string& prefix) const;
+  // Creates an iterator at `prefix` (its unique path in the iterator tree); parent_op is
+  // the op of the iterator that makes it ("" for a root), for the span recorder's Wants.
+  Result<IteratorPtr> MakeIterator(const IteratorContext& ctx, const std::string& prefix,
+                                   std::string_view parent_op = {}) const;
 
   DatasetPtr shared() const { return shared_from_this(); }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <fstream>
@@ -302,23 +303,40 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
   Accumulator acc(trace.nodes.size());
   const Accumulator empty = acc;
   std::mutex acc_mu;
-  std::atomic<bool> stop_sampler{false};
+  // Stopping wakes the sampler at once: a join that waited out its sleep would stretch
+  // the window (and its CPU: the pipeline reads ahead meanwhile) by up to 5 ms.
+  struct SamplerStop {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stop = false;
+    void Set() {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        stop = true;
+      }
+      cv.notify_all();
+    }
+  } stop_sampler;
   Iterator* raw = it.get();
   std::thread sampler([&] {
-    while (!stop_sampler.load()) {
+    std::unique_lock<std::mutex> wait(stop_sampler.mu);
+    while (!stop_sampler.stop) {
+      wait.unlock();
       PipelineStats snap = raw->Snapshot();
       {
         std::lock_guard<std::mutex> l(acc_mu);
         acc.Add(snap);
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      wait.lock();
+      stop_sampler.cv.wait_for(wait, std::chrono::milliseconds(5),
+                               [&] { return stop_sampler.stop; });
     }
   });
   struct Joiner {
-    std::atomic<bool>* stop;
+    SamplerStop* stop;
     std::thread* t;
     ~Joiner() {
-      stop->store(true);
+      stop->Set();
       if (t->joinable()) t->join();
     }
   } joiner{&stop_sampler, &sampler};
@@ -360,7 +378,7 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
     if (opts.max_elements > 0 && produced >= opts.max_elements) break;
   }
   const double availability = Availability(sched_start, ReadSchedstat());
-  stop_sampler = true;
+  stop_sampler.Set();
   sampler.join();
   PipelineStats end = it->Snapshot();
   acc.Add(end);

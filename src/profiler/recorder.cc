@@ -221,8 +221,12 @@ void Recorder::Begin() {
 
 void Recorder::BeginCounters() { Begin(); }
 
-bool Recorder::Wants(std::string_view prefix) const {
-  return options_.sampling != Sampling::kBatchesOnly || ClassifyPrefix(prefix) != 0;
+bool Recorder::Wants(std::string_view prefix, std::string_view parent_op) const {
+  if (options_.sampling != Sampling::kBatchesOnly) return true;
+  // The root's input spans are a batch's production side only behind a Prefetch root
+  // (analysis.cc); under a synchronous root they run once per element of a batch.
+  const uint8_t flags = ClassifyPrefix(prefix);
+  return flags == kFlagRoot || (flags == kFlagRootInput && parent_op == "Prefetch");
 }
 
 void Recorder::EndCounters(int32_t name, int64_t index, int64_t end_ns) {

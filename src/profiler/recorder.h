@@ -5,7 +5,9 @@
 // including each thread's partial chunk, and writes the thread and operator names.
 //
 // Sampling (RecorderOptions): the root's spans and its first input's are always kept
-// (they are the batches); other spans all, 1 in N by element index, or none.
+// (they are the batches); other spans all, 1 in N by element index, or none. Batches
+// only: just the root and, under a Prefetch root, its first input get the hook (Wants);
+// no other iterator and no pool work calls the recorder at all.
 //
 // Counters: with counters on, Begin reads the thread's perf counters and Record reads
 // them again; the difference minus the nested spans' differences (the operator's own
@@ -55,8 +57,9 @@ class Recorder final : public SpanRecorder {
 
   void Record(const Span& span) override;
   void Begin() override;
-  // Batches only: just the root and its first input get the hook.
-  bool Wants(std::string_view prefix) const override;
+  // Batches only: just the root and, under a Prefetch root, its first input get the
+  // hook; no pool work ("<prefix>/fn").
+  bool Wants(std::string_view prefix, std::string_view parent_op) const override;
 
   // For code that is not an iterator (sluice.profiler.torch): a name id for an operator,
   // and an event appended to the calling thread's buffer.

@@ -47,15 +47,12 @@ void IteratorBase::Unlink(IteratorBase* child) const {
   children_.erase(std::remove(children_.begin(), children_.end(), child), children_.end());
 }
 
-Result<std::optional<Element>> IteratorBase::GetNextTimed(int64_t* start_ns,
-                                                          int64_t* end_ns) {
+Result<std::optional<Element>> IteratorBase::GetNextTimed() {
   const int64_t cpu0 = ThreadCpuNs();
   const int64_t wall0 = MonotonicNs();
   Result<std::optional<Element>> r = GetNextInternal();
   const int64_t wall1 = MonotonicNs();
   const int64_t cpu1 = ThreadCpuNs();
-  if (start_ns != nullptr) *start_ns = wall0;
-  if (end_ns != nullptr) *end_ns = wall1;
   stats_.RecordSample(cpu1 - cpu0, wall1 - wall0, r.ok() && r->has_value() ? &**r : nullptr);
   return r;
 }
@@ -68,12 +65,10 @@ Result<std::optional<Element>> IteratorBase::GetNextSpanned() {
   span.index = stats_.elements_produced.load(std::memory_order_relaxed);
   span.cache = &span_cache_;
   if (spans_->calls_begin()) spans_->Begin();
-  // On a call the stats plane times, its wall clock reads double as the span's.
-  const bool timed = stats_.ShouldSample();
-  if (!timed) span.start_ns = MonotonicNs();
+  span.start_ns = SpanClockNs();
   Result<std::optional<Element>> r =
-      timed ? GetNextTimed(&span.start_ns, &span.end_ns) : GetNextInternal();
-  if (!timed) span.end_ns = MonotonicNs();
+      stats_.ShouldSample() ? GetNextTimed() : GetNextInternal();
+  span.end_ns = SpanClockNs();
   span.produced = r.ok() && r->has_value();
   span.error = !r.ok();
   spans_->Record(span);
@@ -140,7 +135,7 @@ Result<IteratorPtr> IteratorBase::MakeChild(const DatasetPtr& node,
   p += '[';
   p += label;
   p += ']';
-  SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, node->MakeIterator(ctx, p));
+  SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, node->MakeIterator(ctx, p, node_->op()));
   Link(it.get());
   if (cancelled_.load(std::memory_order_seq_cst)) it->Cancel();
   return it;

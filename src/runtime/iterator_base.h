@@ -182,9 +182,10 @@ class IteratorBase {
                                                   size_t i = 0) const;
   // Prefixes `s` with this iterator's op and prefix unless it already names it.
   Status AddContext(const Status& s) const;
-  // The span recorder attached to the pipeline (null: none), for work an iterator does
-  // outside GetNext (pool tasks of parallel ops report it as spans of their own).
-  SpanRecorder* span_recorder() const { return spans_; }
+  // The span recorder for work an iterator does outside GetNext (pool tasks of parallel
+  // ops report it as spans "<prefix>/fn" of their own), or null: none attached, or the
+  // recorder does not want this iterator's work spans (Wants("<prefix>/fn", op)).
+  SpanRecorder* span_recorder() const { return work_spans_; }
   // Cancelled when cancelled(), else OK: for loops that may run without producing.
   Status CheckCancelled() const {
     return cancelled() ? CancelledStatus() : Status::OK();
@@ -193,10 +194,8 @@ class IteratorBase {
  private:
   // The error of a cancelled iterator.
   Status CancelledStatus() const;
-  // GetNextInternal, timed for the stats plane (a sampled call); the wall clock's reads
-  // before and after go to *start_ns and *end_ns when given.
-  Result<std::optional<Element>> GetNextTimed(int64_t* start_ns = nullptr,
-                                              int64_t* end_ns = nullptr);
+  // GetNextInternal, timed for the stats plane (a sampled call).
+  Result<std::optional<Element>> GetNextTimed();
   // GetNextInternal reported to the span recorder (sampled for the stats plane as usual).
   Result<std::optional<Element>> GetNextSpanned();
   friend class DatasetNode;
@@ -207,7 +206,8 @@ class IteratorBase {
   std::string prefix_;
   // Set by DatasetNode::MakeIterator from the pipeline's Runtime.
   int64_t node_id_ = -1;
-  SpanRecorder* spans_ = nullptr;
+  SpanRecorder* spans_ = nullptr;       // GetNext spans
+  SpanRecorder* work_spans_ = nullptr;  // pool work spans (span_recorder())
   // Span::cache of this iterator's spans (the recorder's per-iterator slot).
   std::atomic<int64_t> span_cache_{-1};
   mutable NodeStats stats_;  // mutable: Unlink (const) leaves dead children's totals here

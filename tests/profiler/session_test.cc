@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -165,11 +166,78 @@ TEST(ProfilerSession, SamplingModes) {
 
   // Batches only: the other iterators are made without the hook (no cost at all).
   Recorder batches_only({Sampling::kBatchesOnly, 1, false});
-  EXPECT_TRUE(batches_only.Wants("Root"));
-  EXPECT_TRUE(batches_only.Wants("Root/Batch[0]"));
-  EXPECT_FALSE(batches_only.Wants("Root/Batch[0]/Map[0]"));
+  EXPECT_TRUE(batches_only.Wants("Root", ""));
+  EXPECT_TRUE(batches_only.Wants("Root/Batch[0]", "Prefetch"));
+  EXPECT_FALSE(batches_only.Wants("Root/Map[0]", "Batch"));  // an element, not a batch
+  EXPECT_FALSE(batches_only.Wants("Root/Batch[0]/Map[0]", "Batch"));
+  EXPECT_FALSE(batches_only.Wants("Root/MapAndBatch[0]/fn", "MapAndBatch"));
   Recorder all({Sampling::kAll, 1, false});
-  EXPECT_TRUE(all.Wants("Root/Batch[0]/Map[0]"));
+  EXPECT_TRUE(all.Wants("Root/Batch[0]/Map[0]", "Batch"));
+  EXPECT_TRUE(all.Wants("Root/MapAndBatch[0]/fn", "MapAndBatch"));
+}
+
+// Counts every call of the hook (GetNext and pool work spans, Begin), with the profiler
+// recorder's choice of iterators (Wants).
+class HookCounter : public SpanRecorder {
+ public:
+  explicit HookCounter(Sampling sampling) : policy_({sampling, 1, false}) {}
+  void Record(const Span& s) override {
+    std::lock_guard<std::mutex> l(mu_);
+    ++calls_[std::string(s.prefix)];
+  }
+  void Begin() override { begins_.fetch_add(1); }
+  bool Wants(std::string_view prefix, std::string_view parent_op) const override {
+    return policy_.Wants(prefix, parent_op);
+  }
+  std::map<std::string, int64_t> calls() {
+    std::lock_guard<std::mutex> l(mu_);
+    return calls_;
+  }
+  int64_t begins() const { return begins_.load(); }
+
+ private:
+  Recorder policy_;
+  std::mutex mu_;
+  std::map<std::string, int64_t> calls_;
+  std::atomic<int64_t> begins_{0};
+};
+
+std::map<std::string, int64_t> HookCalls(const Dataset& ds, Sampling sampling,
+                                         int64_t* begins = nullptr) {
+  HookCounter counter(sampling);
+  {
+    auto it = ds.MakeIterator(Plain(&counter));
+    EXPECT_TRUE(it.ok()) << it.status();
+    while (true) {
+      auto next = (*it)->GetNext();
+      EXPECT_TRUE(next.ok()) << next.status();
+      if (!next.ok() || !*next) break;
+    }
+  }
+  if (begins != nullptr) *begins = counter.begins();
+  return counter.calls();
+}
+
+// Batches only pays nothing per element: no hook call for any iterator below the batch
+// level and none for a parallel op's per-element work, whatever the root is.
+TEST(ProfilerSession, BatchesOnlyCallsNoPerElementHook) {
+  using Calls = std::map<std::string, int64_t>;
+  // A synchronous root: its input runs once per element, so only the root is hooked.
+  const Dataset sync_root = Dataset::Range(64).Map(Work()).Map(Work()).Batch(8);
+  EXPECT_EQ(HookCalls(sync_root, Sampling::kBatchesOnly), (Calls{{"Root", 9}}));
+  // The ImageNet pipeline's shape: a parallel map-and-batch under a prefetch root. The
+  // batch iterator is the production side (hooked); its per-element work is not.
+  int64_t begins = -1;
+  const Dataset prefetch_root =
+      Dataset::Range(64).Map(Work(), 2).MapAndBatch(Work(), 8, 2).Prefetch(2);
+  EXPECT_EQ(HookCalls(prefetch_root, Sampling::kBatchesOnly, &begins),
+            (Calls{{"Root", 9}, {"Root/MapAndBatch[0]", 9}}));
+  EXPECT_EQ(begins, 18);  // Begin before each hooked GetNext only, none per element
+  // Full tracing hooks everything, pool work included (the counter sees it all).
+  const Calls all = HookCalls(prefetch_root, Sampling::kAll);
+  EXPECT_GE(all.at("Root/MapAndBatch[0]/fn"), 8);  // one per part of a batch
+  EXPECT_EQ(all.at("Root/MapAndBatch[0]/ParallelMap[0]/fn"), 64);
+  EXPECT_EQ(all.at("Root/MapAndBatch[0]/ParallelMap[0]/Range[0]"), 65);
 }
 
 TEST(ProfilerSession, SleepingOperatorShowsItsTime) {
