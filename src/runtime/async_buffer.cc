@@ -27,11 +27,11 @@ Result<std::optional<Element>> FinishSafely(F&& f) {
 namespace {
 // How long the consumer of an empty ring polls it before sleeping.
 constexpr int64_t kRingSpinNs = 2000;
-// A sleeping consumer is woken by a group: when the ring is half full, when the group
-// has waited kRingGroupNs, or at once when the input is slow (an element took
-// kRingSlowNs), so wakes stay few for fast inputs and latency stays low for slow ones.
-constexpr int64_t kRingGroupNs = 20000;
-constexpr int64_t kRingSlowNs = 5000;
+// A sleeping consumer is woken by the push that ends its wait, never later: deferring the
+// wake to gather a group deadlocked when the runner's next fetch blocked on an input
+// that waits for memory the un-woken consumer would have released (AsyncBuffer.
+// MemoryBudgetBoundsBufferedBytes). The consumer's spin (kRingSpinNs) and the runner's
+// runs are what keep wakes few for fast inputs.
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -353,8 +353,6 @@ void AsyncBufferIterator::RingRunnerLoop() {
     l.Unlock();
     int64_t fetched = 0;  // elements (not errors): their input positions
     int64_t pushed = 0;
-    int64_t last_ns = MonotonicNs();  // the previous push (or the run's start)
-    int64_t group_ns = -1;            // first push the sleeping consumer was not told of
     bool end = false;
     for (int64_t i = 0; i < std::min(room, kRingRun); ++i) {
       if (i > 0 && RingRunnerMustStop()) break;
@@ -394,19 +392,9 @@ void AsyncBufferIterator::RingRunnerLoop() {
       ring_->TryPush(std::move(item));  // room was checked; only this thread pushes
       ++pushed;
       starving_.store(false, std::memory_order_relaxed);
-      const int64_t now = MonotonicNs();
-      if (ring_consumer_ec_.waiting()) {
-        if (group_ns < 0) group_ns = now;
-        if (now - last_ns >= kRingSlowNs || now - group_ns >= kRingGroupNs ||
-            static_cast<int64_t>(ring_->Size()) >=
-                std::max<int64_t>(1, RingLimit() / 2)) {
-          ring_consumer_ec_.Notify();
-          group_ns = -1;
-        }
-      }
-      last_ns = now;
+      ring_consumer_ec_.Notify();  // at once: see kRingSpinNs
     }
-    ring_consumer_ec_.Notify();  // the rest of the group
+    ring_consumer_ec_.Notify();  // (no system call when nobody waits)
     l.Lock();
     fetching_ = false;
     next_position_ += fetched;
