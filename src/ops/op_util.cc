@@ -134,6 +134,17 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
       }
       column[i] = std::move(rows[i][c]);
     }
+    const Tensor& only = column[0];
+    if (rows.size() == 1 && only.valid() && only.dtype() != DType::kString &&
+        only.buffer() && only.byte_offset() == 0 &&
+        only.nbytes() == only.buffer()->size()) {
+      // Batch of one row owning its buffer: the batch is the same memory, reshaped.
+      Shape shape = only.shape();
+      shape.InsertDim(0, 1);
+      out.emplace_back(only.dtype(), std::move(shape), only.buffer());
+      column[0] = Tensor();
+      continue;
+    }
     auto stacked = Stack(column);
     // The scratch keeps its capacity, not the rows: it would hold them until the next call.
     for (Tensor& t : column) t = Tensor();

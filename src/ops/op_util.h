@@ -51,7 +51,9 @@ Status ReadBatchRows(IteratorBase* input, int64_t batch_size, std::vector<Elemen
 // Stacks `rows` (the same structure as rows[0]) into one batch element, moving their
 // tensors out; `column` is scratch space reused between calls. InvalidArgument naming the
 // component when rows differ. Shared by Batch, ParallelBatch and MapAndBatch so that they
-// report identical errors.
+// report identical errors. A batch of one row whose numeric tensor is the whole of its own
+// buffer takes that buffer (a view with the new leading dimension, no copy); a row that
+// is a view of a larger buffer is copied, so a batch never holds more memory than its own.
 Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column);
 // The batch size (first dimension) shared by every component of a batch element `e`;
 // InvalidArgument naming `op` when `e` has no components, a scalar component, or
