@@ -76,18 +76,21 @@ bool LooksLikePath(const Tensor& t) {
 
 }  // namespace
 
-ElementSource::ElementSource(const Element& e) {
+void ElementSource::Take(const Element& e) {
   int n = 0;
   for (const Tensor& t : e.tensors()) {
-    if (t.dtype() != DType::kString || t.rank() != 0) continue;
-    strings[n++] = t;
-    if (n == 2) break;
+    if (t.dtype() != DType::kString || t.rank() != 0 || !t.buffer()) continue;
+    buffers[n] = t.buffer();
+    offsets[n] = t.byte_offset();
+    if (++n == 2) break;
   }
 }
 
 Status ElementError(const Status& s, int64_t position, const ElementSource& source) {
   std::string where = "element " + std::to_string(position) + " of the input";
-  for (const Tensor& t : source.strings) {
+  for (int i = 0; i < 2; ++i) {
+    if (!source.buffers[i]) continue;
+    const Tensor t(DType::kString, Shape{}, source.buffers[i], source.offsets[i]);
     if (!LooksLikePath(t)) continue;
     std::string path = t.flat<std::string>()[0];
     if (path.size() > 120) path = "..." + path.substr(path.size() - 117);
