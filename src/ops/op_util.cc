@@ -144,8 +144,8 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
       // Batch of one row owning its buffer: the batch is the same memory, reshaped.
       Shape shape = only.shape();
       shape.InsertDim(0, 1);
-      out.emplace_back(only.dtype(), std::move(shape), only.buffer());
-      column[0] = Tensor();
+      SLUICE_ASSIGN_OR_RETURN(Tensor batch, std::move(column[0]).Reshape(std::move(shape)));
+      out.push_back(std::move(batch));
       continue;
     }
     auto stacked = Stack(column);

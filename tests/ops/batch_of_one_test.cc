@@ -147,5 +147,21 @@ TEST(BatchOfOneTest, StringsAndErrorsAreUnchanged) {
   EXPECT_NE(r.status().message().find("element 0"), std::string::npos) << r.status();
 }
 
+TEST(TensorMoveTest, RvalueSubTensorAndReshapeTakeTheBuffer) {
+  Tensor t = Tensor::FromVector<int64_t>({4, 5});
+  const Buffer* buffer = t.buffer().get();
+  Tensor row = std::move(t).SubTensor(1);
+  EXPECT_FALSE(t.valid());
+  EXPECT_EQ(row.buffer().get(), buffer);
+  EXPECT_EQ(row.scalar<int64_t>(), 5);
+  auto bad = std::move(row).Reshape(Shape({2}));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_TRUE(row.valid());  // unchanged on error
+  auto one = std::move(row).Reshape(Shape({1}));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FALSE(row.valid());
+  EXPECT_EQ(one->flat<int64_t>()[0], 5);
+}
+
 }  // namespace
 }  // namespace sluice
