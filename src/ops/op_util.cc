@@ -128,25 +128,26 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
   const size_t k = rows[0].size();
   std::vector<Tensor> out;
   out.reserve(k);
-  column.resize(rows.size());
   for (size_t c = 0; c < k; ++c) {
+    const Tensor& only = rows[0][c];
+    if (rows.size() == 1 && only.valid() && only.dtype() != DType::kString &&
+        only.buffer() && only.byte_offset() == 0 &&
+        only.nbytes() == only.buffer()->size()) {
+      // Batch of one row owning its buffer: the batch is the same memory, reshaped (the
+      // scratch column is not touched, so callers may pass a fresh one for free).
+      Shape shape = only.shape();
+      shape.InsertDim(0, 1);
+      SLUICE_ASSIGN_OR_RETURN(Tensor batch, std::move(rows[0][c]).Reshape(std::move(shape)));
+      out.push_back(std::move(batch));
+      continue;
+    }
+    column.resize(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       if (rows[i].size() != k) {
         return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +
                                     std::to_string(rows[i].size()) + " components");
       }
       column[i] = std::move(rows[i][c]);
-    }
-    const Tensor& only = column[0];
-    if (rows.size() == 1 && only.valid() && only.dtype() != DType::kString &&
-        only.buffer() && only.byte_offset() == 0 &&
-        only.nbytes() == only.buffer()->size()) {
-      // Batch of one row owning its buffer: the batch is the same memory, reshaped.
-      Shape shape = only.shape();
-      shape.InsertDim(0, 1);
-      SLUICE_ASSIGN_OR_RETURN(Tensor batch, std::move(column[0]).Reshape(std::move(shape)));
-      out.push_back(std::move(batch));
-      continue;
     }
     auto stacked = Stack(column);
     // The scratch keeps its capacity, not the rows: it would hold them until the next call.
