@@ -364,9 +364,15 @@ class Tensor {
   // Rows [begin, end) along dimension 0, sharing the buffer. Requires rank >= 1.
   Tensor Slice(int64_t begin, int64_t end) const;
   // Row i along dimension 0 with that dimension removed, sharing the buffer.
-  Tensor SubTensor(int64_t i) const;
+  Tensor SubTensor(int64_t i) const&;
+  // The same, moving this tensor's buffer reference into the result (no reference count
+  // traffic); this tensor is left invalid.
+  Tensor SubTensor(int64_t i) &&;
   // Same buffer, new shape with the same number of elements.
-  Result<Tensor> Reshape(Shape shape) const;
+  Result<Tensor> Reshape(Shape shape) const&;
+  // The same, moving this tensor's buffer reference into the result; on success this
+  // tensor is left invalid, on error it is unchanged.
+  Result<Tensor> Reshape(Shape shape) &&;
   // A deep copy with its own buffer.
   Tensor Clone() const;
 

@@ -472,18 +472,37 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   return Tensor(dtype_, std::move(s), buffer_, offset_ + static_cast<size_t>(begin) * row_bytes);
 }
 
-Tensor Tensor::SubTensor(int64_t i) const {
+Tensor Tensor::SubTensor(int64_t i) const& {
   Shape s = shape_;
   s.RemoveDim(0);
   size_t row_bytes = static_cast<size_t>(s.num_elements()) * DTypeSize(dtype_);
   return Tensor(dtype_, std::move(s), buffer_, offset_ + static_cast<size_t>(i) * row_bytes);
 }
 
-Result<Tensor> Tensor::Reshape(Shape shape) const {
+Tensor Tensor::SubTensor(int64_t i) && {
+  Shape s = shape_;
+  s.RemoveDim(0);
+  size_t row_bytes = static_cast<size_t>(s.num_elements()) * DTypeSize(dtype_);
+  Tensor out(dtype_, std::move(s), std::move(buffer_),
+             offset_ + static_cast<size_t>(i) * row_bytes);
+  *this = Tensor();
+  return out;
+}
+
+Result<Tensor> Tensor::Reshape(Shape shape) const& {
   if (shape.num_elements() != num_elements()) {
     return InvalidArgumentError("cannot reshape " + shape_.ToString() + " to " + shape.ToString());
   }
   return Tensor(dtype_, std::move(shape), buffer_, offset_);
+}
+
+Result<Tensor> Tensor::Reshape(Shape shape) && {
+  if (shape.num_elements() != num_elements()) {
+    return InvalidArgumentError("cannot reshape " + shape_.ToString() + " to " + shape.ToString());
+  }
+  Tensor out(dtype_, std::move(shape), std::move(buffer_), offset_);
+  *this = Tensor();
+  return out;
 }
 
 Tensor Tensor::Clone() const {

@@ -14,6 +14,13 @@ struct Function::Impl {
   PredicateFn pred;
   DatasetFn dfn;
   SpecFn spec;
+  // A composition's stages (Compose): the functions it applies in order, each with the
+  // seed of the op it came from. Empty for other functions.
+  struct Stage {
+    Function fn;
+    uint64_t seed;
+  };
+  std::vector<Stage> stages;
 };
 
 Function Function::Map(std::string name, ElementFn fn, Traits traits, SpecFn spec) {
@@ -109,20 +116,35 @@ Function internal::FunctionAccess::Compose(const Function& first, uint64_t first
       return ElementSpec::Unknown();
     };
   }
-  return Function::Map(
+  // Nested compositions are flattened: one loop over the stages applies each in place on
+  // one element, so fusing n maps costs n applications, not a chain of nested calls.
+  using Stage = Function::Impl::Stage;
+  std::vector<Stage> stages;
+  const auto add = [&stages](const Function& f, uint64_t seed) {
+    const std::vector<Stage>& inner = f.impl_->stages;
+    if (inner.empty()) {
+      stages.push_back({f, seed});
+    } else {
+      stages.insert(stages.end(), inner.begin(), inner.end());
+    }
+  };
+  add(first, first_seed);
+  add(second, second_seed);
+  Function fused = Function::Map(
       first.name() + "+" + second.name(),
-      [first, second, first_seed, second_seed](Element&& e,
-                                               FunctionContext& ctx) -> Result<Element> {
-        FunctionContext c1(first_seed, ctx.position());
-        c1.set_env(ctx.env());
-        SLUICE_RETURN_IF_ERROR(first.Apply(&e, c1));
-        FunctionContext c2(second_seed, ctx.position());
-        c2.set_env(ctx.env());
-        OfferOutputSlots(c2, OutputSlots(ctx));  // the last stage's output is the result
-        SLUICE_RETURN_IF_ERROR(second.Apply(&e, c2));
+      [stages](Element&& e, FunctionContext& ctx) -> Result<Element> {
+        const size_t last = stages.size() - 1;
+        for (size_t i = 0; i <= last; ++i) {
+          FunctionContext c(stages[i].seed, ctx.position());
+          c.set_env(ctx.env());
+          if (i == last) OfferOutputSlots(c, OutputSlots(ctx));  // the result's slots
+          SLUICE_RETURN_IF_ERROR(stages[i].fn.Apply(&e, c));
+        }
         return std::move(e);
       },
       FusedTraits(first.traits(), second.traits()), std::move(spec));
+  std::const_pointer_cast<Function::Impl>(fused.impl_)->stages = std::move(stages);
+  return fused;
 }
 
 Function internal::FunctionAccess::Conjunction(const Function& first, uint64_t first_seed,

@@ -155,6 +155,9 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
         return Status::OK();
       }
     }
+    // A batch of one row without a pre-allocated output is made by Finish from the row
+    // itself (StackRows: a view of a row that owns its buffer), not allocated and copied.
+    if (n == 1 && slots.empty()) break;
     if (!have_out) {
       UnderUnitLock(u, [&] {
         if (u->output.empty() && !row.empty()) u->output = AllocateBatch(row, n);
@@ -183,6 +186,12 @@ Result<std::optional<Element>> BatchProcessor::Finish(WorkUnit* u) const {
   // A pre-allocated output holds the rows only when they have the declared structure.
   if (!SameStructure(rows) || !FitsStaticRow(rows[0])) {
     // Rare: the sequential stacking gives the exact error.
+    std::vector<Tensor> column;
+    SLUICE_ASSIGN_OR_RETURN(Element e, StackRows(rows, column));
+    return std::optional<Element>(std::move(e));
+  }
+  // A single row left in place by ProcessPart (no pre-allocated output).
+  if (rows.size() == 1 && u->output.empty()) {
     std::vector<Tensor> column;
     SLUICE_ASSIGN_OR_RETURN(Element e, StackRows(rows, column));
     return std::optional<Element>(std::move(e));

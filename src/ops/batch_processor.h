@@ -21,7 +21,9 @@
 // with row 0's component names. If not, it stacks the rows the way the sequential Batch
 // does, which yields the sequential Batch's exact error (InvalidArgument naming the
 // component and the row) - so ParallelBatch returns exactly what Batch returns, whichever
-// row a part happened to see first.
+// row a part happened to see first. A batch of one row with no pre-allocated output is
+// not copied at all: the row stays in place and Finish stacks it with StackRows (a view of
+// a row that owns its buffer), as the sequential Batch(1) does.
 //
 // Function errors (MapAndBatch). A failing call fails the whole batch with the function's
 // error, as tf.data's map_and_batch does, and the next batch starts at the next

@@ -76,18 +76,21 @@ bool LooksLikePath(const Tensor& t) {
 
 }  // namespace
 
-ElementSource::ElementSource(const Element& e) {
+void ElementSource::Take(const Element& e) {
   int n = 0;
   for (const Tensor& t : e.tensors()) {
-    if (t.dtype() != DType::kString || t.rank() != 0) continue;
-    strings[n++] = t;
-    if (n == 2) break;
+    if (t.dtype() != DType::kString || t.rank() != 0 || !t.buffer()) continue;
+    buffers[n] = t.buffer();
+    offsets[n] = t.byte_offset();
+    if (++n == 2) break;
   }
 }
 
 Status ElementError(const Status& s, int64_t position, const ElementSource& source) {
   std::string where = "element " + std::to_string(position) + " of the input";
-  for (const Tensor& t : source.strings) {
+  for (int i = 0; i < 2; ++i) {
+    if (!source.buffers[i]) continue;
+    const Tensor t(DType::kString, Shape{}, source.buffers[i], source.offsets[i]);
     if (!LooksLikePath(t)) continue;
     std::string path = t.flat<std::string>()[0];
     if (path.size() > 120) path = "..." + path.substr(path.size() - 117);
@@ -125,8 +128,20 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
   const size_t k = rows[0].size();
   std::vector<Tensor> out;
   out.reserve(k);
-  column.resize(rows.size());
   for (size_t c = 0; c < k; ++c) {
+    const Tensor& only = rows[0][c];
+    if (rows.size() == 1 && only.valid() && only.dtype() != DType::kString &&
+        only.buffer() && only.byte_offset() == 0 &&
+        only.nbytes() == only.buffer()->size()) {
+      // Batch of one row owning its buffer: the batch is the same memory, reshaped (the
+      // scratch column is not touched, so callers may pass a fresh one for free).
+      Shape shape = only.shape();
+      shape.InsertDim(0, 1);
+      SLUICE_ASSIGN_OR_RETURN(Tensor batch, std::move(rows[0][c]).Reshape(std::move(shape)));
+      out.push_back(std::move(batch));
+      continue;
+    }
+    column.resize(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       if (rows[i].size() != k) {
         return InvalidArgumentError("cannot batch elements with " + std::to_string(k) + " and " +

@@ -28,10 +28,22 @@ Result<ElementSpec> CommonSpec(const std::vector<const ElementSpec*>& specs,
 
 // What ElementError may quote of an element, taken before a function consumes it: handles
 // (no byte copies) of its first two scalar string components. Cheap: elements without
-// string scalars cost a look at each component's dtype.
+// string scalars cost a look at each component's dtype (inline, no tensor constructed).
 struct ElementSource {
-  explicit ElementSource(const Element& e);
-  Tensor strings[2];
+  explicit ElementSource(const Element& e) {
+    for (const Tensor& t : e.tensors()) {
+      if (t.dtype() == DType::kString) [[unlikely]] {
+        Take(e);
+        break;
+      }
+    }
+  }
+  // The buffers and byte offsets of the first two scalar string components (null: none).
+  BufferPtr buffers[2];
+  size_t offsets[2] = {0, 0};
+
+ private:
+  void Take(const Element& e);
 };
 // `s`, the error of a map function on the element at `position` of the op's input, with
 // that position ("element 12 of the input") and, when one of `source`'s strings looks
@@ -51,7 +63,9 @@ Status ReadBatchRows(IteratorBase* input, int64_t batch_size, std::vector<Elemen
 // Stacks `rows` (the same structure as rows[0]) into one batch element, moving their
 // tensors out; `column` is scratch space reused between calls. InvalidArgument naming the
 // component when rows differ. Shared by Batch, ParallelBatch and MapAndBatch so that they
-// report identical errors.
+// report identical errors. A batch of one row whose numeric tensor is the whole of its own
+// buffer takes that buffer (a view with the new leading dimension, no copy); a row that
+// is a view of a larger buffer is copied, so a batch never holds more memory than its own.
 Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column);
 // The batch size (first dimension) shared by every component of a batch element `e`;
 // InvalidArgument naming `op` when `e` has no components, a scalar component, or

@@ -51,7 +51,12 @@ class UnbatchIterator : public UnaryIterator {
     }
     std::vector<Tensor> row;
     row.reserve(current_->size());
-    for (const Tensor& t : current_->tensors()) row.push_back(t.SubTensor(index_));
+    if (index_ + 1 < rows_) {
+      for (const Tensor& t : current_->tensors()) row.push_back(t.SubTensor(index_));
+    } else {
+      // The batch's last row takes its buffer references (Save sees no rest after it).
+      for (Tensor& t : current_->tensors()) row.push_back(std::move(t).SubTensor(index_));
+    }
     ++index_;
     return Element(std::move(row), current_->names());
   }
