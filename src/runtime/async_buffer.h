@@ -67,9 +67,9 @@
 // works in runs: it takes mu_ once per run of up to kRingRun elements (the room in the
 // buffer), to honour pauses, the budget's admission rule and positions, then fetches the
 // run without it. It waits for room until the ring is down to half the capacity, and
-// wakes a sleeping consumer by groups (half the capacity, 20 us, or at once when an
-// element took 5 us or more), so a fast input costs a wake per half buffer, not per
-// element, and a slow one adds no latency. Each side polls a few us before sleeping.
+// wakes a sleeping consumer at the push that ends its wait (never later: a deferred wake
+// deadlocks when the next fetch waits for memory the sleeping consumer holds). Each side
+// polls a few us before sleeping, so a runner that keeps up costs no wake.
 // Everything else is as
 // above: the memory budget (each element reserves its estimate before the fetch and is
 // charged its bytes; an empty ring may fetch unreserved when the demand is urgent),
