@@ -54,7 +54,8 @@ void Run(benchmark::State& state, const Dataset& ds) {
   const int64_t cpu = ProcessCpuNs() - cpu0;
   state.SetItemsProcessed(elements);
   state.counters["ns_per_element"] = benchmark::Counter(
-      static_cast<double>(elements), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+      static_cast<double>(elements) * 1e-9,  // inverted rate: ns (not s) per element
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["cpu_ns_per_element"] =
       elements > 0 ? static_cast<double>(cpu) / static_cast<double>(elements) : 0;
 }

@@ -86,9 +86,10 @@ void Run(benchmark::State& state) {
   }
   state.SetItemsProcessed(elements);
   state.counters["ns_per_element"] = benchmark::Counter(
-      static_cast<double>(elements), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+      static_cast<double>(elements) * 1e-9,  // inverted rate: ns (not s) per element
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["ns_per_element_per_op"] =
-      benchmark::Counter(static_cast<double>(elements) * kOps,
+      benchmark::Counter(static_cast<double>(elements) * kOps * 1e-9,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
