@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "paired_stats.h"
@@ -166,18 +167,38 @@ void BM_ImagePipelinePlain(benchmark::State& state) {
 }
 BENCHMARK(BM_ImagePipelinePlain)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-void BM_ImagePipelineLocalWorker(benchmark::State& state) {
+// A dispatcher and one worker in this process, and the options that read a dataset
+// through that worker (LOCAL; unsharded: the one worker reads it all). Empty, with the
+// benchmark skipped and the error named, when either fails to start.
+struct LocalService {
+  std::unique_ptr<DispatchServer> dispatcher;
+  std::unique_ptr<WorkServer> worker;
+  DistributeOptions options;
+};
+std::optional<LocalService> StartLocalService(benchmark::State& state) {
   auto dispatcher = DispatchServer::Start({});
-  if (!dispatcher.ok())
-    return state.SkipWithError(dispatcher.status().ToString().c_str());
+  if (!dispatcher.ok()) {
+    state.SkipWithError(dispatcher.status().ToString().c_str());
+    return std::nullopt;
+  }
   WorkerOptions w;
   w.dispatcher = (*dispatcher)->target();
   auto worker = WorkServer::Start(w);
-  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
-  DistributeOptions o;
-  o.service = (*dispatcher)->target();
-  o.target_workers = "LOCAL";
-  o.processing_mode = ShardingPolicy::kOff;  // one worker reads it all
+  if (!worker.ok()) {
+    state.SkipWithError(worker.status().ToString().c_str());
+    return std::nullopt;
+  }
+  LocalService svc{std::move(*dispatcher), std::move(*worker), {}};
+  svc.options.service = svc.dispatcher->target();
+  svc.options.target_workers = "LOCAL";
+  svc.options.processing_mode = ShardingPolicy::kOff;
+  return svc;
+}
+
+void BM_ImagePipelineLocalWorker(benchmark::State& state) {
+  std::optional<LocalService> svc = StartLocalService(state);
+  if (!svc) return;
+  const DistributeOptions& o = svc->options;
   Dataset ds = Distribute(ImagePipeline(), o);
   int64_t batches = 0;
   first_ns = end_ns = drain_calls = 0;
@@ -203,17 +224,9 @@ double ProcessCpuNs() {
 // per pair (bench/paired_stats.h) as the median of the ratios with its 95% bootstrap
 // interval and a sign test, for wall time and for process CPU time.
 void BM_LocalWorkerOverhead(benchmark::State& state) {
-  auto dispatcher = DispatchServer::Start({});
-  if (!dispatcher.ok())
-    return state.SkipWithError(dispatcher.status().ToString().c_str());
-  WorkerOptions w;
-  w.dispatcher = (*dispatcher)->target();
-  auto worker = WorkServer::Start(w);
-  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
-  DistributeOptions o;
-  o.service = (*dispatcher)->target();
-  o.target_workers = "LOCAL";
-  o.processing_mode = ShardingPolicy::kOff;
+  std::optional<LocalService> svc = StartLocalService(state);
+  if (!svc) return;
+  const DistributeOptions& o = svc->options;
   Dataset plain = ImagePipeline();
   Dataset local = Distribute(plain, o);
   std::vector<double> plain_wall, local_wall, plain_cpu, local_cpu;
@@ -266,17 +279,9 @@ BENCHMARK(BM_LocalWorkerOverhead)
 // local_extra_cpu_ns_per_element (process CPU); the per-epoch set-up is in it too
 // (BM_LocalWorkerEpochSetup: about 0.2 ms, 10 ns an element here).
 void BM_LocalWorkerPerElement(benchmark::State& state) {
-  auto dispatcher = DispatchServer::Start({});
-  if (!dispatcher.ok())
-    return state.SkipWithError(dispatcher.status().ToString().c_str());
-  WorkerOptions w;
-  w.dispatcher = (*dispatcher)->target();
-  auto worker = WorkServer::Start(w);
-  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
-  DistributeOptions o;
-  o.service = (*dispatcher)->target();
-  o.target_workers = "LOCAL";
-  o.processing_mode = ShardingPolicy::kOff;
+  std::optional<LocalService> svc = StartLocalService(state);
+  if (!svc) return;
+  const DistributeOptions& o = svc->options;
   constexpr int64_t kElements = 20000;
   Dataset plain = Dataset::Range(kElements);
   Dataset local = Distribute(plain, o);
@@ -316,17 +321,9 @@ BENCHMARK(BM_LocalWorkerPerElement)
 // The fixed cost of one LOCAL-worker epoch: a one-element pipeline read through
 // Distribute (job set-up, task start, release): cpu_us_per_epoch (process CPU).
 void BM_LocalWorkerEpochSetup(benchmark::State& state) {
-  auto dispatcher = DispatchServer::Start({});
-  if (!dispatcher.ok())
-    return state.SkipWithError(dispatcher.status().ToString().c_str());
-  WorkerOptions w;
-  w.dispatcher = (*dispatcher)->target();
-  auto worker = WorkServer::Start(w);
-  if (!worker.ok()) return state.SkipWithError(worker.status().ToString().c_str());
-  DistributeOptions o;
-  o.service = (*dispatcher)->target();
-  o.target_workers = "LOCAL";
-  o.processing_mode = ShardingPolicy::kOff;
+  std::optional<LocalService> svc = StartLocalService(state);
+  if (!svc) return;
+  const DistributeOptions& o = svc->options;
   Dataset ds = Distribute(Dataset::Range(1), o);
   int64_t elements = 0;
   double cpu = 0;
