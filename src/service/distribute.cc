@@ -185,12 +185,14 @@ class DataServiceIterator : public IteratorBase {
   Result<std::optional<Element>> GetNextLocal() {
     MutexLock l(&mu_);
     waiting_since_ = MonotonicNs();  // the wait is timed under the lock taken anyway
-    Result<std::optional<Element>> r = GetNextLocalLocked(l);
+    Result<std::optional<Element>> r = GetNextLocalLocked();
     wait_ns_ += MonotonicNs() - waiting_since_;
     waiting_since_ = -1;
     return r;
   }
-  Result<std::optional<Element>> GetNextLocalLocked(MutexLock& l) REQUIRES(mu_) {
+  Result<std::optional<Element>> GetNextLocalLocked() REQUIRES(mu_) {
+    // Drops mu_ around the take and the heartbeat (the caller's MutexLock holds it again
+    // on every return).
     for (int64_t retry_ms = 0;;) {
       if (!error_.ok()) return error_;
       if (Finished()) {
@@ -214,12 +216,12 @@ class DataServiceIterator : public IteratorBase {
         address = &t.info.worker_address();
         break;
       }
-      l.Unlock();
+      mu_.Unlock();
       Element e;
       Worker::TakeResult r = Worker::TakeResult::kSkip;
       int64_t skipped = 0;
       Status s = TakeFromLocalWorker(*address, task_id, c_.trainer_id, &e, &r, &skipped);
-      l.Lock();
+      mu_.Lock();
       report_.skipped_elements += skipped;
       if (s.ok() && r == Worker::TakeResult::kElement) {
         ++report_.elements;
@@ -232,9 +234,9 @@ class DataServiceIterator : public IteratorBase {
         // and the take is retried at once; then (the dispatcher is away) with backoff.
         if (retry_ms == 0) {
           retry_ms = 1;
-          l.Unlock();
+          mu_.Unlock();
           Status hb = HeartbeatLocalWorker(*address);
-          l.Lock();
+          mu_.Lock();
           if (hb.ok()) continue;
         }
         NudgeLocalWorker(*address);
