@@ -462,15 +462,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
       runner_ = std::thread([this] { RingRunnerLoop(); });
     }
     // Sleep until the runner pushes, ends or leaves, telling it who waits (UrgentLocked).
-    const std::atomic<bool>* waiter =
-        tls_fetch != nullptr && tls_fetch->reserved() ? tls_fetch->starving() : nullptr;
-    if (waiter != nullptr) {
-      reserved_waiters_.push_back(waiter);
-    } else {
-      ++waiting_unreserved_;
-    }
-    starving_.store(true, std::memory_order_relaxed);
-    runner_cv_.SignalAll();
+    const std::atomic<bool>* waiter = BeginWaitLocked();
     const uint32_t key = ring_consumer_ec_.PrepareWait();
     if (ring_->Empty() && !cancelled_ && runner_active_) {
       l.Unlock();
@@ -479,13 +471,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     } else {
       ring_consumer_ec_.CancelWait();
     }
-    starving_.store(false, std::memory_order_relaxed);
-    if (waiter != nullptr) {
-      reserved_waiters_.erase(
-          std::find(reserved_waiters_.begin(), reserved_waiters_.end(), waiter));
-    } else {
-      --waiting_unreserved_;
-    }
+    EndWaitLocked(waiter);
   }
 }
 
@@ -548,6 +534,29 @@ Result<std::optional<Element>> AsyncBufferIterator::ProcessInline(WorkUnit* unit
   unit->inputs.clear();
   unit->output = Element();
   return out;
+}
+
+const std::atomic<bool>* AsyncBufferIterator::BeginWaitLocked() {
+  const std::atomic<bool>* waiter =
+      tls_fetch != nullptr && tls_fetch->reserved() ? tls_fetch->starving() : nullptr;
+  if (waiter != nullptr) {
+    reserved_waiters_.push_back(waiter);
+  } else {
+    ++waiting_unreserved_;
+  }
+  starving_.store(true, std::memory_order_relaxed);
+  runner_cv_.SignalAll();
+  return waiter;
+}
+
+void AsyncBufferIterator::EndWaitLocked(const std::atomic<bool>* waiter) {
+  starving_.store(false, std::memory_order_relaxed);
+  if (waiter != nullptr) {
+    reserved_waiters_.erase(
+        std::find(reserved_waiters_.begin(), reserved_waiters_.end(), waiter));
+  } else {
+    --waiting_unreserved_;
+  }
 }
 
 bool AsyncBufferIterator::UrgentLocked() const {
@@ -760,23 +769,9 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
       runner_ = std::thread([this] { RunnerLoop(); });
     }
     // Wait, telling the runner who waits (see UrgentLocked).
-    const std::atomic<bool>* waiter =
-        tls_fetch != nullptr && tls_fetch->reserved() ? tls_fetch->starving() : nullptr;
-    if (waiter != nullptr) {
-      reserved_waiters_.push_back(waiter);
-    } else {
-      ++waiting_unreserved_;
-    }
-    starving_.store(true, std::memory_order_relaxed);
-    runner_cv_.SignalAll();
+    const std::atomic<bool>* waiter = BeginWaitLocked();
     consumer_cv_.Wait(&mu_);
-    starving_.store(false, std::memory_order_relaxed);
-    if (waiter != nullptr) {
-      reserved_waiters_.erase(
-          std::find(reserved_waiters_.begin(), reserved_waiters_.end(), waiter));
-    } else {
-      --waiting_unreserved_;
-    }
+    EndWaitLocked(waiter);
   }
 }
 

@@ -254,6 +254,11 @@ class AsyncBufferIterator final : public IteratorBase {
   // cannot progress otherwise (a user or unreserved runner waits, or a waiting runner's own
   // buffer is starving). Deadlock-freedom rests on this (memory_budget.h).
   bool UrgentLocked() const REQUIRES(mu_);
+  // A consumer about to wait: registers it where UrgentLocked looks (its fetch's starving
+  // flag when the fetch reserved budget, else a count), marks this buffer starving and
+  // wakes the runner. EndWaitLocked undoes it with what BeginWaitLocked returned.
+  const std::atomic<bool>* BeginWaitLocked() REQUIRES(mu_);
+  void EndWaitLocked(const std::atomic<bool>* waiter) REQUIRES(mu_);
   void PublishGaugesLocked() REQUIRES(mu_);
   // SaveInternal's work once the runner is paused and the parts are idle.
   Status SaveLocked(CheckpointWriter* w) const REQUIRES(mu_);
