@@ -9,7 +9,11 @@
 // run plainly, alternating.
 //
 //   ./build/plumber_bench [--seconds=3] [--reps=3] [--cores=2] [--suites=imagenet,...]
-//     [--no-overhead] [--overhead-reps=N]
+//     [--no-overhead] [--overhead-reps=N] [--verbose]
+//
+// --verbose: each configuration (the naive spec with the engine's defaults, AUTOTUNE, the
+// doctor's) is also run once more and its stats tree printed on stderr: per iterator its
+// parallelism, buffer, CPU per root element and the tuned knobs, to compare them.
 //
 // Run from the repository root after `sluice datagen imagenet --out data/imagenet
 // --images 1000 --shards 8 --no-jpeg-folder` and `sluice datagen text --out data/text
@@ -48,6 +52,44 @@ json Stats(const std::vector<double>& v) {
           {"min", *std::min_element(v.begin(), v.end())},
           {"max", *std::max_element(v.begin(), v.end())},
           {"values", v}};
+}
+
+bool verbose = false;
+
+// `ds` run for `seconds` after a warm-up; its stats window printed on stderr.
+Status PrintTree(const char* what, const Dataset& ds, double seconds, double warmup,
+                 int64_t cores) {
+  using Clock = std::chrono::steady_clock;
+  Options extra;
+  if (cores > 0) extra.autotune.cpu_budget = cores;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, ds.MakeIterator(extra));
+  auto run = [&](double s) -> Result<int64_t> {
+    const auto end = Clock::now() + std::chrono::duration<double>(s);
+    int64_t n = 0;
+    while (Clock::now() < end) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+      if (!e) break;
+      ++n;
+    }
+    return n;
+  };
+  SLUICE_RETURN_IF_ERROR(run(warmup).status());
+  StatsWindow window(it->Snapshot());
+  SLUICE_ASSIGN_OR_RETURN(int64_t n, run(seconds));
+  const StatsDelta d = window.Delta(it->Snapshot());
+  fprintf(stderr, "  %s: %.2f root elements/s\n", what, n * 1e9 / std::max<int64_t>(1, d.duration_ns));
+  for (const IteratorStats& s : d.nodes) {
+    fprintf(stderr, "    %-60s par=%lld buf=%lld cpu/root=%.3g ms elements=%lld\n",
+            s.prefix.c_str(), static_cast<long long>(s.parallelism),
+            static_cast<long long>(s.buffer_limit), n > 0 ? s.cpu_ns / 1e6 / n : 0.0,
+            static_cast<long long>(s.elements_produced));
+  }
+  for (const TunedParameter& p : it->TunedParameters()) {
+    fprintf(stderr, "    knob %s %s = %lld [%lld, %lld]\n", p.prefix.c_str(), p.name.c_str(),
+            static_cast<long long>(p.value), static_cast<long long>(p.min),
+            static_cast<long long>(p.max));
+  }
+  return Status::OK();
 }
 
 Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_t cores) {
@@ -93,6 +135,11 @@ Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_
     // (the trace's own share may differ): the final plan at that share, or where the
     // probe's measured rate was the prediction (above its plan), that rate moved as the
     // plan moves from the probe's share to the measured one.
+    if (verbose) {
+      SLUICE_RETURN_IF_ERROR(PrintTree("naive spec, engine defaults", naive, seconds, 0.5, cores));
+      SLUICE_RETURN_IF_ERROR(PrintTree("AUTOTUNE", autotune, seconds, 2.0, cores));
+      SLUICE_RETURN_IF_ERROR(PrintTree("doctor", applied, seconds, warm, cores));
+    }
     plumber::Analysis at = opt.probed ? opt.probe_analysis : a;
     at.trace.machine.cpu_availability = share;
     SLUICE_ASSIGN_OR_RETURN(plumber::Plan replan, plumber::MakePlan(at, po));
@@ -261,6 +308,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--reps=", 0) == 0) reps = std::stoi(a.substr(7));
     else if (a.rfind("--cores=", 0) == 0) cores = std::stoll(a.substr(8));
     else if (a == "--no-overhead") overhead = false;
+    else if (a == "--verbose") verbose = true;
     else if (a.rfind("--overhead-reps=", 0) == 0) overhead_reps = std::stoi(a.substr(16));
     else if (a.rfind("--suites=", 0) == 0) {
       suites.clear();
@@ -273,7 +321,7 @@ int main(int argc, char** argv) {
       }
     } else {
       fprintf(stderr, "usage: plumber_bench [--seconds=S] [--reps=N] [--cores=C] "
-                      "[--suites=a,b] [--no-overhead] [--overhead-reps=N]\n");
+                      "[--suites=a,b] [--no-overhead] [--overhead-reps=N] [--verbose]\n");
       return 2;
     }
   }

@@ -106,6 +106,35 @@ bool MadeParallel(const Analysis& a, int64_t id) {
   return SequentialForm(a.trace.nodes[id].op) && !a.nodes[id].sequential;
 }
 
+bool MapLike(const std::string& op) { return op == "Map" || op == "ParallelMap"; }
+
+// Where each node's work runs once the engine's map_fusion pass has run: a Map (or
+// ParallelMap) read only by another one of the same form is fused into it (one function,
+// one op, one buffer), so a chain of parallel maps is one parallel op. For each node, the
+// top of its chain (the last map, read by a non-map); itself when it is in none. Only
+// parallel maps are chained: the planner makes a chain parallel or sequential as a whole,
+// and sequential maps fused run on one thread as they would apart.
+std::vector<int64_t> FusionTops(const Analysis& a) {
+  const size_t n = a.nodes.size();
+  std::vector<int64_t> consumers(n, 0), consumer(n, -1);
+  for (const TraceNode& t : a.trace.nodes) {
+    for (int64_t in : t.inputs) {
+      ++consumers[in];
+      consumer[in] = t.id;
+    }
+  }
+  auto chained = [&](int64_t id) {
+    return MapLike(a.trace.nodes[id].op) && !a.nodes[id].sequential;
+  };
+  std::vector<int64_t> top(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t t = static_cast<int64_t>(i);
+    while (chained(t) && consumers[t] == 1 && chained(consumer[t])) t = consumer[t];
+    top[i] = t;
+  }
+  return top;
+}
+
 double DiskBound(const Analysis& a, const std::vector<bool>& cached, double scale) {
   const auto& m = a.trace.machine;
   if (a.disk_bytes_per_root <= 0) return kInf;
@@ -139,8 +168,10 @@ Result<Evaluation> Evaluate(const Analysis& a, double cores, double disk_scale,
   const double h = a.trace.machine.handoff_ns;
   double extra = 0;
   if (h > 0) {
+    // A chain of maps fused into one op hands each element over once, at its top.
+    const std::vector<int64_t> top = FusionTops(a);
     for (const TraceNode& t : a.trace.nodes) {
-      if (cached[t.id] || !MadeParallel(a, t.id)) continue;
+      if (cached[t.id] || top[t.id] != t.id || !MadeParallel(a, t.id)) continue;
       const double hv = h * a.nodes[t.id].visit_ratio;
       e.cost[t.id] += hv;
       int64_t consumer = -1;
@@ -375,9 +406,13 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
     std::vector<double> cost;
     for (const NodeAnalysis& n : traced.nodes) cost.push_back(n.cpu_ns_per_root);
     SLUICE_ASSIGN_OR_RETURN(LpResult first, SolveLp(traced, cost, c0, kInf, 0, share));
+    // A chain of maps the engine fuses runs as one op: it needs the sum of its thetas.
+    const std::vector<int64_t> top = FusionTops(a);
+    std::vector<double> chain_theta(a.nodes.size(), 0);
+    for (const NodeAnalysis& n : a.nodes) chain_theta[top[n.id]] += first.theta[n.id];
     for (NodeAnalysis& n : a.nodes) {
       if (!n.sequential && SequentialForm(a.trace.nodes[n.id].op) &&
-          first.theta[n.id] <= share) {
+          chain_theta[top[n.id]] <= share) {
         n.sequential = true;
         a.trace.nodes[n.id].parallelizable = false;
       }
@@ -388,11 +423,15 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
   for (bool changed = true; changed;) {
     changed = false;
     SLUICE_ASSIGN_OR_RETURN(Evaluation with, Evaluate(a, cores, opts.disk_scale, {}, share));
+    const std::vector<int64_t> top = FusionTops(a);
     for (NodeAnalysis& n : a.nodes) {
       if (!MadeParallel(a, n.id)) continue;
       Analysis demoted = a;
-      demoted.nodes[n.id].sequential = true;
-      demoted.trace.nodes[n.id].parallelizable = false;
+      for (const NodeAnalysis& m : a.nodes) {  // its fused chain with it
+        if (top[m.id] != top[n.id] || !MadeParallel(a, m.id)) continue;
+        demoted.nodes[m.id].sequential = true;
+        demoted.trace.nodes[m.id].parallelizable = false;
+      }
       SLUICE_ASSIGN_OR_RETURN(Evaluation without, Evaluate(demoted, cores, opts.disk_scale, {}, share));
       if (without.x >= with.x) {
         a = std::move(demoted);
@@ -435,6 +474,11 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
   plan.cpu_bound = base.x_cpu;
   plan.disk_bound = base.disk;
 
+  // The maps of a fused chain become one op with the largest parallelism of the chain
+  // (map_fusion), so each is given the chain's: the threads its summed theta needs.
+  const std::vector<int64_t> fused_top = FusionTops(a);
+  std::vector<double> chain_theta(a.nodes.size(), 0);
+  for (const NodeAnalysis& n : a.nodes) chain_theta[fused_top[n.id]] += e.theta[n.id];
   int64_t max_par = 1;
   for (const NodeAnalysis& n : a.nodes) {
     NodePlan np;
@@ -443,7 +487,7 @@ Result<Plan> MakePlan(const Analysis& traced, const PlanOptions& opts) {
     np.bound = e.cost[n.id] > 0 ? np.theta * 1e9 / e.cost[n.id] : kInf;
     if (a.trace.nodes[n.id].parallelizable) {
       np.parallelism = std::clamp<int64_t>(
-          static_cast<int64_t>(std::ceil(np.theta / share - 0.05)), 1,
+          static_cast<int64_t>(std::ceil(chain_theta[fused_top[n.id]] / share - 0.05)), 1,
           std::max<int64_t>(1, static_cast<int64_t>(std::ceil(physical_cores))));
       max_par = std::max(max_par, np.parallelism);
     }

@@ -255,5 +255,64 @@ TEST(PlannerTest, RootPrefetchOnlyWhenTheWorkItMovesExceedsAHandoff) {
   EXPECT_NEAR(p->predicted_rate, 2e4, 200);
 }
 
+// Range -> Map(a) -> Map(b) -> Map(c) -> Repeat: the engine's map_fusion merges parallel
+// maps read only by one another into one op, so the plan makes the chain parallel as a
+// whole, with the parallelism its summed theta needs. Before, the cheap maps a and c (each
+// under one core) stayed sequential: a ran on the thread that feeds b, c on b's consumer,
+// and the fusions the engine's defaults get (ImageNet-style: parse, decode, flip into the
+// MapAndBatch) did not happen.
+Trace MapChainTrace(double a_ms, double b_ms, double c_ms, int64_t cores, double handoff_ns,
+                    double range_ms = 0.001) {
+  Trace t;
+  t.duration_ns = 1000000000;
+  t.machine.cores = cores;
+  t.machine.handoff_ns = handoff_ns;
+  t.nodes.push_back(Node(0, "Range", {}, range_ms, false));
+  t.nodes.push_back(Node(1, "Map", {0}, a_ms, true));
+  t.nodes.push_back(Node(2, "Map", {1}, b_ms, true));
+  t.nodes.push_back(Node(3, "Map", {2}, c_ms, true));
+  t.nodes.push_back(Node(4, "Repeat", {3}, 0, false));
+  for (const TraceNode& n : t.nodes) t.process_cpu_ns += n.cpu_ns;
+  return t;
+}
+
+TEST(PlannerTest, MapsTheEngineFusesArePlannedAsOneParallelOp) {
+  auto a = Analyze(MapChainTrace(0.02, 1.0, 0.01, 2, 0));
+  ASSERT_TRUE(a.ok());
+  auto p = MakePlan(*a);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  // X = 2 cores / 1.031 ms; the chain needs 2 cores: every map gets 2 calls, so that
+  // map_fusion (the larger parallelism) runs the fused map on both.
+  EXPECT_NEAR(p->predicted_rate, 2000 / 1.031, 2);
+  EXPECT_EQ(p->nodes[1].parallelism, 2);
+  EXPECT_EQ(p->nodes[2].parallelism, 2);
+  EXPECT_EQ(p->nodes[3].parallelism, 2);
+  EXPECT_EQ(p->nodes[0].parallelism, 0);
+
+  // A chain that needs less than one core in all (the sequential Range holds X at
+  // 100,000/s: 0.4 of a core) stays sequential as a whole.
+  auto small = Analyze(MapChainTrace(0.001, 0.002, 0.001, 2, 0, /*range_ms=*/0.01));
+  ASSERT_TRUE(small.ok());
+  p = MakePlan(*small);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (int id = 1; id <= 3; ++id) EXPECT_EQ(p->nodes[id].parallelism, 0) << id;
+}
+
+// The fused chain hands each element over once, at its top (map c to the Repeat): the
+// LP charges one handoff pair per element, not one per map made parallel.
+TEST(PlannerTest, AFusedChainCostsOneHandoffPerElement) {
+  auto a = Analyze(MapChainTrace(1.0, 1.0, 1.0, 4, 100000));  // 0.1 ms handoffs
+  ASSERT_TRUE(a.ok());
+  auto p = MakePlan(*a);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_GE(p->prefetch, 2);
+  // 4 cores / (3 ms of maps + 0.2 ms: the chain's handoff pair + 0.2 ms: the root
+  // prefetch's). Charging each map its own pair (3.8 ms in all) gave 1052.6.
+  EXPECT_NEAR(p->predicted_rate, 4000 / 3.401, 2);
+  EXPECT_EQ(p->nodes[1].parallelism, 4);
+  EXPECT_EQ(p->nodes[2].parallelism, 4);
+  EXPECT_EQ(p->nodes[3].parallelism, 4);
+}
+
 }  // namespace
 }  // namespace sluice::plumber

@@ -94,6 +94,31 @@ TEST(RewriterTest, AppliedPlanKeepsTheRewritesThatDoNotSetParallelism) {
   ExpectSameElements(ds, *runs);
 }
 
+// The planner gives every map of a chain the chain's parallelism (planner_test.cc
+// `MapsTheEngineFusesArePlannedAsOneParallelOp`) because the engine then fuses them: the
+// rewritten graph runs one ParallelMap (and a MapAndBatch where a Batch follows), with the
+// same elements (each function keeps its seed).
+TEST(RewriterTest, AChainOfMapsGivenOneParallelismRunsFused) {
+  Dataset ds = Dataset::Range(200)
+                   .Map(BurnFunction("a", 1000))
+                   .Map(NoisyFunction())
+                   .Map(BurnFunction("c", 1000))
+                   .Batch(8);
+  Plan plan;
+  plan.nodes.resize(5);
+  for (int64_t id = 1; id <= 3; ++id) plan.nodes[id].parallelism = 2;
+  auto out = ApplyPlan(ds, plan);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto runs = RewrittenGraph(*out);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const std::string shown = DatasetGraphDebugString(*runs);
+  EXPECT_NE(shown.find("MapAndBatch"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("ParallelMap"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("#2"), std::string::npos) << shown;  // Range, MapAndBatch: 2 nodes
+  ExpectSameElements(ds, *out);
+  ExpectSameElements(ds, *runs);
+}
+
 TEST(RewriterTest, PlanForAnotherGraphIsRefused) {
   Plan plan;
   plan.nodes.resize(2);
