@@ -8,6 +8,7 @@
 #include "optimizer/optimizer.h"
 #include "plumber/plumber_internal.h"
 #include "sluice/plumber.h"
+#include "sluice/serialize.h"
 
 namespace sluice::plumber {
 namespace {
@@ -146,6 +147,7 @@ Result<Optimized> OptimizeDetailed(const Dataset& ds, const OptimizeOptions& opt
   SLUICE_ASSIGN_OR_RETURN(o.analysis, Analyze(trace));
   SLUICE_ASSIGN_OR_RETURN(o.plan, MakePlan(o.analysis, opts.plan));
   SLUICE_ASSIGN_OR_RETURN(o.dataset, ApplyPlan(ds, o.plan));
+  const Dataset first = o.dataset;
   o.predicted_rate = o.plan.predicted_rate;
   if (opts.probe_seconds <= 0) return o;
   // The probe traces what the engine will run: the rewritten graph after the static
@@ -173,11 +175,22 @@ Result<Optimized> OptimizeDetailed(const Dataset& ds, const OptimizeOptions& opt
   o.probed = true;
   o.probe_analysis = std::move(*pa);
   o.probe_plan = std::move(*pp);
-  o.dataset = std::move(*again);
   // The probe drained the rewritten pipeline as fast as it could: its rate is a floor on
   // what that configuration sustains, whatever the LP says.
   o.predicted_rate =
       std::max(o.probe_plan.predicted_rate, o.probe_analysis.root_elements_per_second);
+  // `again` is in the rewritten graph's terms, whose fused maps (compositions) do not
+  // serialize; `first`, in ds's own terms, is what the engine rewrites into `runs`. When
+  // the probe's plan leaves `runs` as it is (RebuildGraph keeps every node), both are the
+  // same pipeline: return `first`. When it changes `runs` but only `first` serializes,
+  // keep `first` and predict what the probe measured on it.
+  if (NodeOf(*again).get() == NodeOf(*runs).get()) return o;
+  if (!SerializeDataset(*again, GraphFormat::kJson).ok() &&
+      SerializeDataset(first, GraphFormat::kJson).ok()) {
+    o.predicted_rate = o.probe_analysis.root_elements_per_second;
+    return o;
+  }
+  o.dataset = std::move(*again);
   return o;
 }
 

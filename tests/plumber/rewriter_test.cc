@@ -119,6 +119,47 @@ TEST(RewriterTest, AChainOfMapsGivenOneParallelismRunsFused) {
   ExpectSameElements(ds, *runs);
 }
 
+// A chain of registered kernels made parallel runs fused (one composed function, which
+// does not serialize); the doctor still returns a pipeline that serializes (what `sluice
+// plumber --apply` writes): the plan in the graph's own terms, which the engine rewrites
+// into the fused graph the probe traced. Before, it returned the probe's rewritten graph
+// and --apply failed on the ImageNet-style spec ("a local C++ callable").
+TEST(RewriterTest, OptimizedChainOfKernelsStillSerializes) {
+  Tensor img(DType::kUInt8, Shape{160, 160, 3});
+  for (int i = 0; i < 160 * 160 * 3; ++i) {
+    img.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(i * 7);
+  }
+  // About 0.5 ms per element in all: a thread of its own pays for its handoffs.
+  Dataset ds = Dataset::FromTensors(Element{img})
+                   .Repeat(2000)
+                   .Map(testing::K("resize", {{"size", int64_t{480}}}))
+                   .Map(testing::K("flip_left_right"))
+                   .Map(testing::K("resize", {{"size", int64_t{32}}}));
+  ASSERT_TRUE(SerializeDataset(ds, GraphFormat::kJson).ok());
+  OptimizeOptions o;
+  o.trace.seconds = 0.25;
+  o.trace.warmup_seconds = 0.05;
+  o.trace.cpu_budget = 2;
+  o.plan.cores = 2;
+  o.probe_seconds = 0.25;
+  auto opt = OptimizeDetailed(ds, o);
+  ASSERT_TRUE(opt.ok()) << opt.status().ToString();
+  // The three maps are one chain: made parallel together (the LP gives it both cores).
+  const int64_t par = opt->plan.nodes[2].parallelism;
+  EXPECT_GE(par, 2);
+  EXPECT_EQ(opt->plan.nodes[3].parallelism, par);
+  EXPECT_EQ(opt->plan.nodes[4].parallelism, par);
+  ASSERT_TRUE(opt->probed);
+  auto runs = RewrittenGraph(opt->dataset);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  const std::string shown = DatasetGraphDebugString(*runs);
+  EXPECT_NE(shown.find("ParallelMap"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("'resize+flip_left_right+resize'"), std::string::npos) << shown;
+  auto g = SerializeDataset(opt->dataset, GraphFormat::kJson);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  ExpectSameElements(ds, opt->dataset);
+}
+
 TEST(RewriterTest, PlanForAnotherGraphIsRefused) {
   Plan plan;
   plan.nodes.resize(2);
