@@ -1,9 +1,9 @@
 // The bottleneck doctor on the ImageNet-style, Fashion-MNIST and text pipelines, each
 // started misconfigured (bench/plumber/<suite>_naive.json: parallelism 1, no prefetch, no
-// cache): the doctor traces it, plans and rewrites it; then the naive, the rewritten and
-// the AUTOTUNE configuration (bench/plumber/<suite>_autotune.json: the same graph with
-// AUTOTUNE everywhere and the default rewrites) are measured, the rewritten and AUTOTUNE
-// alternating A B B A (each figure the mean of two), `--reps` times. Each run also shows
+// cache): the doctor traces it, plans and rewrites it; then the rewritten, the AUTOTUNE
+// (bench/plumber/<suite>_autotune.json: the same graph with AUTOTUNE everywhere and the
+// default rewrites) and the naive configuration (run with the engine's default rewrites)
+// are measured alternating A B C C B A (each figure the mean of two), `--reps` times. Each run also shows
 // the probe (the rewritten graph as the engine runs it): its rate, plan and node costs.
 // Also the tracing overhead: the rewritten ImageNet-style pipeline run by the tracer vs
 // run plainly, alternating.
@@ -112,15 +112,17 @@ Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_
     const plumber::Plan& plan = opt.plan;
     const plumber::PlanOptions& po = oo.plan;
     const Dataset& applied = opt.dataset;
-    SLUICE_ASSIGN_OR_RETURN(double m_naive,
-                            plumber::MeasureThroughput(naive, seconds, 0.5, cores));
-    // The rewritten pipeline and AUTOTUNE measured in turn, A B B A, so that a load that
-    // drifts over the repetition weighs on both alike; each figure is the mean of two.
-    // A cache is full after the first pass: warm up past it.
+    // The rewritten pipeline, AUTOTUNE and the naive spec (with the engine's defaults)
+    // measured in turn, A B C C B A, so that a load that drifts over the repetition
+    // weighs on all alike; each figure is the mean of two. A cache is full after the
+    // first pass: warm up past it.
     const double warm = plan.cache_nodes.empty() ? 0.5 : 0.5 + seconds;
-    double m_auto = 0, m_after = 0, share = 0;
-    for (int k = 0; k < 4; ++k) {
-      if (k == 1 || k == 2) {
+    double m_auto = 0, m_after = 0, m_naive = 0, share = 0;
+    for (int k = 0; k < 6; ++k) {
+      if (k == 2 || k == 3) {
+        SLUICE_ASSIGN_OR_RETURN(double r, plumber::MeasureThroughput(naive, seconds, 0.5, cores));
+        m_naive += r / 2;
+      } else if (k == 1 || k == 4) {
         SLUICE_ASSIGN_OR_RETURN(double r,
                                 plumber::MeasureThroughput(autotune, seconds, 2.0, cores));
         m_auto += r / 2;
