@@ -3,8 +3,9 @@
 // cache): the doctor traces it, plans and rewrites it; then the rewritten, the AUTOTUNE
 // (bench/plumber/<suite>_autotune.json: the same graph with AUTOTUNE everywhere and the
 // default rewrites) and the naive configuration (run with the engine's default rewrites)
-// are measured alternating A B C C B A (each figure the mean of two), `--reps` times. Each run also shows
-// the probe (the rewritten graph as the engine runs it): its rate, plan and node costs.
+// are measured alternating A B C C B A (each figure the mean of two), `--reps` times.
+// Each run also shows the probe (the rewritten graph as the engine runs it): its rate,
+// plan and node costs.
 // Also the tracing overhead: the rewritten ImageNet-style pipeline run by the tracer vs
 // run plainly, alternating.
 //
@@ -77,7 +78,8 @@ Status PrintTree(const char* what, const Dataset& ds, double seconds, double war
   StatsWindow window(it->Snapshot());
   SLUICE_ASSIGN_OR_RETURN(int64_t n, run(seconds));
   const StatsDelta d = window.Delta(it->Snapshot());
-  fprintf(stderr, "  %s: %.2f root elements/s\n", what, n * 1e9 / std::max<int64_t>(1, d.duration_ns));
+  fprintf(stderr, "  %s: %.2f root elements/s\n", what,
+          n * 1e9 / std::max<int64_t>(1, d.duration_ns));
   for (const IteratorStats& s : d.nodes) {
     fprintf(stderr, "    %-60s par=%lld buf=%lld cpu/root=%.3g ms elements=%lld\n",
             s.prefix.c_str(), static_cast<long long>(s.parallelism),
@@ -85,7 +87,8 @@ Status PrintTree(const char* what, const Dataset& ds, double seconds, double war
             static_cast<long long>(s.elements_produced));
   }
   for (const TunedParameter& p : it->TunedParameters()) {
-    fprintf(stderr, "    knob %s %s = %lld [%lld, %lld]\n", p.prefix.c_str(), p.name.c_str(),
+    fprintf(stderr, "    knob %s %s = %lld [%lld, %lld]\n", p.prefix.c_str(),
+            p.name.c_str(),
             static_cast<long long>(p.value), static_cast<long long>(p.min),
             static_cast<long long>(p.max));
   }
@@ -120,7 +123,8 @@ Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_
     double m_auto = 0, m_after = 0, m_naive = 0, share = 0;
     for (int k = 0; k < 6; ++k) {
       if (k == 2 || k == 3) {
-        SLUICE_ASSIGN_OR_RETURN(double r, plumber::MeasureThroughput(naive, seconds, 0.5, cores));
+        SLUICE_ASSIGN_OR_RETURN(double r,
+                                plumber::MeasureThroughput(naive, seconds, 0.5, cores));
         m_naive += r / 2;
       } else if (k == 1 || k == 4) {
         SLUICE_ASSIGN_OR_RETURN(double r,
@@ -138,7 +142,8 @@ Result<json> RunSuite(const std::string& suite, double seconds, int reps, int64_
     // probe's measured rate was the prediction (above its plan), that rate moved as the
     // plan moves from the probe's share to the measured one.
     if (verbose) {
-      SLUICE_RETURN_IF_ERROR(PrintTree("naive spec, engine defaults", naive, seconds, 0.5, cores));
+      SLUICE_RETURN_IF_ERROR(
+          PrintTree("naive spec, engine defaults", naive, seconds, 0.5, cores));
       SLUICE_RETURN_IF_ERROR(PrintTree("AUTOTUNE", autotune, seconds, 2.0, cores));
       SLUICE_RETURN_IF_ERROR(PrintTree("doctor", applied, seconds, warm, cores));
     }

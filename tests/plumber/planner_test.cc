@@ -257,12 +257,12 @@ TEST(PlannerTest, RootPrefetchOnlyWhenTheWorkItMovesExceedsAHandoff) {
 
 // Range -> Map(a) -> Map(b) -> Map(c) -> Repeat: the engine's map_fusion merges parallel
 // maps read only by one another into one op, so the plan makes the chain parallel as a
-// whole, with the parallelism its summed theta needs. Before, the cheap maps a and c (each
-// under one core) stayed sequential: a ran on the thread that feeds b, c on b's consumer,
-// and the fusions the engine's defaults get (ImageNet-style: parse, decode, flip into the
-// MapAndBatch) did not happen.
-Trace MapChainTrace(double a_ms, double b_ms, double c_ms, int64_t cores, double handoff_ns,
-                    double range_ms = 0.001) {
+// whole, with the parallelism its summed theta needs. Before, the cheap maps a and c
+// (each under one core) stayed sequential: a ran on the thread that feeds b, c on b's
+// consumer, and the fusions the engine's defaults get (ImageNet-style: parse, decode,
+// flip into the MapAndBatch) did not happen.
+Trace MapChainTrace(double a_ms, double b_ms, double c_ms, int64_t cores,
+                    double handoff_ns, double range_ms = 0.001) {
   Trace t;
   t.duration_ns = 1000000000;
   t.machine.cores = cores;

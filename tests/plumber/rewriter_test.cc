@@ -95,9 +95,9 @@ TEST(RewriterTest, AppliedPlanKeepsTheRewritesThatDoNotSetParallelism) {
 }
 
 // The planner gives every map of a chain the chain's parallelism (planner_test.cc
-// `MapsTheEngineFusesArePlannedAsOneParallelOp`) because the engine then fuses them: the
-// rewritten graph runs one ParallelMap (and a MapAndBatch where a Batch follows), with the
-// same elements (each function keeps its seed).
+// `MapsTheEngineFusesArePlannedAsOneParallelOp`) because the engine then fuses them:
+// the rewritten graph runs one ParallelMap (and a MapAndBatch where a Batch follows),
+// with the same elements (each function keeps its seed).
 TEST(RewriterTest, AChainOfMapsGivenOneParallelismRunsFused) {
   Dataset ds = Dataset::Range(200)
                    .Map(BurnFunction("a", 1000))
