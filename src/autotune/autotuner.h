@@ -93,7 +93,12 @@ class Autotuner {
 
   // Tuning thread only: the window since the previous round's figures.
   StatsWindow window_;
-  double consumer_ns_ = 0;
+  // The consumer's own time per root element (outside GetNext), over windows of at least
+  // kConsumerSpan that start after the first round; -1 until measured.
+  static constexpr std::chrono::milliseconds kConsumerSpan{500};
+  StatsWindow consumer_window_;
+  bool consumer_window_primed_ = false;
+  double consumer_ns_ = -1;
   // Inline-mode probes per async op (by prefix): rounds to wait before the next probe, and
   // the wait after a failed one (doubling). Only the tuning thread touches them.
   static constexpr double kProbeFactor = 2;
