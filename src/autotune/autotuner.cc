@@ -21,38 +21,41 @@ std::string Us(double ns) {
 }
 
 // The CPU ns per element of the work an async op would move off its consumer's thread,
-// over the window; -1 when the window saw no element. For most ops, their own CPU. For
-// Prefetch, which does no work of its own, what its input costs the thread that calls it:
-// the CPU of its synchronous subtree, where an op running async below it (a ParallelMap
-// whose work is on the pool, a Prefetch) costs the caller one handoff per element and its
-// own subtree nothing (`running_async`: by node index). One element is enough: a slow op
+// over the window: its own CPU (for Prefetch, which does no work of its own, its whole
+// input subtree's); -1 when the window saw no element. One element is enough: a slow op
 // (a batch of decoded images) produces a few per window, and it is the one that must
 // leave inline mode quickly.
-double MovableWorkNs(const StatsDelta& delta, size_t i, bool subtree,
-                     const std::vector<bool>& running_async) {
+double MovableWorkNs(const StatsDelta& delta, size_t i, bool subtree) {
   const IteratorStats& n = delta.nodes[i];
   if (n.elements_produced < 1) return -1;
   double cpu = static_cast<double>(n.cpu_ns);
   if (subtree) {
     // Pre-order: the subtree is the run of nodes after i whose parent chain reaches i.
-    // `sync`: reached from i through ops that run on the calling thread.
-    std::vector<bool> under(delta.nodes.size(), false), sync(delta.nodes.size(), false);
-    under[i] = sync[i] = true;
+    std::vector<bool> under(delta.nodes.size(), false);
+    under[i] = true;
     for (size_t j = i + 1; j < delta.nodes.size(); ++j) {
       const int p = delta.nodes[j].parent;
       if (p < 0 || !under[p]) break;
       under[j] = true;
-      if (!sync[p]) continue;
-      if (running_async[j]) {
-        cpu += static_cast<double>(delta.nodes[j].elements_produced) *
-               static_cast<double>(AsyncBufferIterator::kHandoffNs);
-      } else {
-        sync[j] = true;
-        cpu += static_cast<double>(delta.nodes[j].cpu_ns);
-      }
+      cpu += static_cast<double>(delta.nodes[j].cpu_ns);
     }
   }
   return cpu / static_cast<double>(n.elements_produced);
+}
+
+// Whether an op running async (`running_async`, by node index) is reached from node i
+// through ops that run on the calling thread: i's input then works on other threads.
+bool AsyncBelow(const StatsDelta& delta, size_t i, const std::vector<bool>& running_async) {
+  std::vector<bool> sync(delta.nodes.size(), false);
+  sync[i] = true;
+  for (size_t j = i + 1; j < delta.nodes.size(); ++j) {
+    const int p = delta.nodes[j].parent;
+    if (p < static_cast<int>(i)) break;  // left i's subtree (pre-order)
+    if (!sync[p]) continue;
+    if (running_async[j]) return true;
+    sync[j] = true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -184,9 +187,12 @@ bool Autotuner::Round() {
     for (size_t i = 0; i < delta.nodes.size(); ++i) {
       if (delta.nodes[i].prefix != k.prefix) continue;
       const bool prefetch = k.op == "Prefetch";
-      const double work = MovableWorkNs(delta, i, prefetch, running_async);
+      const double work = MovableWorkNs(delta, i, prefetch);
       if (work < 0) break;
-      const bool root_prefetch = prefetch && i == 0;
+      // Over an input already running async (its workers on the pool), a root prefetch
+      // is a second buffer between those workers and the consumer's scheduling: the
+      // work rule alone decides it (see async_payoff.h).
+      const bool root_prefetch = prefetch && i == 0 && !AsyncBelow(delta, i, running_async);
       if (root_prefetch && consumer_ns_ < 0) break;  // not measured yet
       const double gain = root_prefetch ? RootAsyncGainNs(work, consumer_ns_) : work;
       SLUICE_LOG(kDebug) << "autotune: " << k.prefix << " inline " << k.value << ", work "

@@ -12,20 +12,25 @@
 //
 // (with a margin for measurement, kRootAsyncLine below).
 //
-// Cases (2 cores; docs/performance.md "When a root prefetch pays off"):
+// Cases (2 cores; docs/autotune.md, "A Prefetch at the root"):
 //  - a bare loop (benchmarks, `sluice bench`, a Python loop that only counts batches)
-//    has ~0 consumer time: the root prefetch stays inline whatever its input costs; the
-//    consumer would only sleep and be woken for each element (the text row of
-//    bench/small_elements.py lost 29% that way);
-//  - a training step (ms per batch) over decoded images (ms per batch): both are far
-//    above the handoff, so the prefetch goes async and the batch is assembled during the
-//    step;
+//    has ~0 consumer time: over a synchronous input the root prefetch stays inline
+//    whatever its input costs; the consumer would only sleep and be woken for each
+//    element (the text row of bench/small_elements.py lost 29% that way);
+//  - a training step (ms per batch) over a synchronous batch of decoded images (ms per
+//    batch): both are far above the handoff, so the prefetch goes async and the batch is
+//    assembled during the step;
 //  - a cheap input (in-memory slices, small batches): the work is below the handoff, so
 //    it stays inline whatever the consumer does.
-// An async op below the prefetch (ParallelMap, MapAndBatch) already runs its work on the
-// pool; what the prefetch moves is only what its input costs the calling thread (the
-// handoff out of that async op plus any synchronous ops in between), not the pool's CPU.
 //
+// Over an input that already runs async (a ParallelMap, MapAndBatch or parallel
+// interleave whose work is on the pool), the work a root prefetch moves off the consumer
+// is only a handoff, so this rule would always keep it inline; but there it is a second
+// buffer between the pool's workers and the consumer's scheduling. On the loaded 2-core
+// machine keeping it inline cost `sluice bench text` (root prefetch over a parallel
+// interleave, bare loop) 20-35% in two of three interleaved A/B runs, so the tuner
+// leaves that case to the work rule (async when the input's CPU per element, the pool's
+// included, exceeds a handoff), as before this rule.
 // Figures are ns per element; kUnknownNs stands for "not known": an unknown figure may be
 // above the handoff, so it never vetoes (the static pass, which cannot know the
 // consumer, injects the prefetch and leaves the measured decision to the tuner).
