@@ -9,15 +9,15 @@
 //     0.2 x args.seconds. This only picks the kCandidates best cells: on a loaded 2-core
 //     machine one pass over the grid spreads 3x between neighbours, so its best figure is
 //     no yardstick.
-//  2. kRounds alternations, in a rotated order each round: the autotuned run (every knob
-//     AUTOTUNE, initial parallelism 1, no warm-up, args.seconds, its timeline sampled
+//  2. kRounds (5) alternations, in a rotated order each round: the autotuned run (every
+//     knob AUTOTUNE, initial parallelism 1, no warm-up, args.seconds, its timeline sampled
 //     every 0.25 s since the iterator was made; its rate over the last half, after
 //     convergence) and each candidate cell again (warm-up, then 0.5 x args.seconds).
 //     Each round's ratio is the autotuned rate over the round's best cell, and the time
 //     the autotuned run's 1 s window first reached 95% of that cell.
 // Verdict: the median of the rounds' ratios >= 0.95, and the median time to 95% <= 10 s
 // (the ratio of the medians is reported beside it). With the defaults (10 s) a workload
-// takes about 90 s.
+// takes about 2.5 minutes.
 // Progress lines go to stderr; the JSON goes to stdout and bench/results/autotune.json.
 #include <algorithm>
 #include <cstdio>
@@ -33,7 +33,7 @@
 namespace sluice {
 namespace {
 
-constexpr int kRounds = 3;
+constexpr int kRounds = 5;
 constexpr size_t kCandidates = 2;
 constexpr double kTimelineStep = 0.25;
 constexpr double kRateWindow = 1.0;  // seconds, for the time to 95%
