@@ -3,16 +3,21 @@
 //
 // For each workload (the ImageNet-style pipeline of imagenet_pipeline.h on args.data, and
 // Fashion-MNIST of bench_fashion_mnist.cc):
-//  1. Grid: autotune off, every parallel op at an explicit parallelism p in
+//  1. Screen the grid: autotune off, every parallel op at an explicit parallelism p in
 //     {1, 2, 4, ..., cpu budget} and the final prefetch at an explicit buffer b in
-//     {1, 2, 8}; each config warms up args.warmup_seconds and is measured for
-//     0.4 x args.seconds. The best config is measured again kRepeats times (median).
-//  2. Autotune: every knob AUTOTUNE, initial parallelism 1, no warm-up, run for
-//     2 x args.seconds, kRepeats times. From the timeline (items every 0.25 s since the
-//     iterator was made): the throughput over the last half of the run (after
-//     convergence), and the time at which a 1 s window first reaches 95% of the best grid
-//     median. Medians over the repeats.
-// Acceptance: autotuned median >= 95% of the best grid median, reached within 10 s.
+//     {1, 2, 8}; each cell warms up min(1 s, args.warmup_seconds) and is measured for
+//     0.2 x args.seconds. This only picks the kCandidates best cells: on a loaded 2-core
+//     machine one pass over the grid spreads 3x between neighbours, so its best figure is
+//     no yardstick.
+//  2. kRounds (5) alternations, in a rotated order each round: the autotuned run (every
+//     knob AUTOTUNE, initial parallelism 1, no warm-up, args.seconds, its timeline sampled
+//     every 0.25 s since the iterator was made; its rate over the last half, after
+//     convergence) and each candidate cell again (warm-up, then 0.5 x args.seconds).
+//     Each round's ratio is the autotuned rate over the round's best cell, and the time
+//     the autotuned run's 1 s window first reached 95% of that cell.
+// Verdict: the median of the rounds' ratios >= 0.95, and the median time to 95% <= 10 s
+// (the ratio of the medians is reported beside it). With the defaults (10 s) a workload
+// takes about 2.5 minutes.
 // Progress lines go to stderr; the JSON goes to stdout and bench/results/autotune.json.
 #include <algorithm>
 #include <cstdio>
@@ -28,7 +33,8 @@
 namespace sluice {
 namespace {
 
-constexpr int kRepeats = 3;
+constexpr int kRounds = 5;
+constexpr size_t kCandidates = 2;
 constexpr double kTimelineStep = 0.25;
 constexpr double kRateWindow = 1.0;  // seconds, for the time to 95%
 
@@ -91,11 +97,17 @@ Result<nlohmann::json> RunWorkload(const Workload& w, const BenchArgs& args) {
   const std::vector<int64_t> buffers = {1, 2, 8};
   BenchArgs base = args;
   base.data = w.data;
-  base.seconds = std::max(1.0, 0.4 * args.seconds);
+  base.warmup_seconds = std::min(1.0, args.warmup_seconds);
+  base.seconds = std::max(1.0, 0.2 * args.seconds);
   base.autotune = false;
+
+  // 1. Screening.
+  struct Cell {
+    int64_t p, b;
+    double screen;
+  };
+  std::vector<Cell> cells;
   nlohmann::json grid = nlohmann::json::array();
-  double best_rate = -1;
-  int64_t best_p = 1, best_b = 1;
   for (int64_t p : ps) {
     for (int64_t b : buffers) {
       BenchArgs a = base;
@@ -106,64 +118,97 @@ Result<nlohmann::json> RunWorkload(const Workload& w, const BenchArgs& args) {
                    w.name.c_str(), static_cast<long>(p), static_cast<long>(b),
                    r.items_per_second);
       grid.push_back({{"parallelism", p}, {"prefetch", b}, {"items_per_second", r.items_per_second}});
-      if (r.items_per_second > best_rate) {
-        best_rate = r.items_per_second;
-        best_p = p;
-        best_b = b;
-      }
+      cells.push_back({p, b, r.items_per_second});
     }
   }
   out["grid"] = grid;
-  std::vector<double> best_runs;
-  for (int i = 0; i < kRepeats; ++i) {
-    BenchArgs a = base;
-    a.parallelism = best_p;
-    a.prefetch = best_b;
-    SLUICE_ASSIGN_OR_RETURN(BenchResult r, w.run(a));
-    best_runs.push_back(r.items_per_second);
-    std::fprintf(stderr, "[autotune] %s best grid config again (%d/%d): %.1f items/s\n",
-                 w.name.c_str(), i + 1, kRepeats, r.items_per_second);
+  std::vector<Cell> cells_by_rate = cells;
+  std::stable_sort(cells_by_rate.begin(), cells_by_rate.end(),
+                   [](const Cell& x, const Cell& y) { return x.screen > y.screen; });
+  cells.clear();
+  for (size_t c = 0; c < cells_by_rate.size() && c < kCandidates; ++c) {
+    cells.push_back(cells_by_rate[c]);
   }
-  const double best = Median(best_runs);
-  out["best"] = {{"parallelism", best_p}, {"prefetch", best_b},
-                 {"items_per_second_runs", best_runs}, {"items_per_second", best}};
 
-  const double run_seconds = 2 * args.seconds;
-  std::vector<double> rates, t95s;
-  nlohmann::json runs = nlohmann::json::array();
-  for (int i = 0; i < kRepeats; ++i) {
-    BenchArgs a = args;
-    a.data = w.data;
-    a.autotune = true;
-    a.initial_parallelism = 1;
-    a.parallelism = kAutotune;
-    a.prefetch = kAutotune;
-    a.warmup_seconds = 0;
-    a.seconds = run_seconds;
-    a.timeline_step = kTimelineStep;
-    SLUICE_ASSIGN_OR_RETURN(BenchResult r, w.run(a));
-    const nlohmann::json& timeline = r.extra["timeline"];
-    const double rate = RateAfter(timeline, run_seconds / 2);
-    const double t95 = TimeToReach(timeline, 0.95 * best);
-    rates.push_back(rate);
+  // 2. Alternations: contender 0 is the autotuned run, 1.. the candidate cells.
+  const int contenders = 1 + static_cast<int>(cells.size());
+  std::vector<std::vector<double>> cell_runs(cells.size());
+  std::vector<double> tuned_runs, ratios, t95s;
+  nlohmann::json runs = nlohmann::json::array(), rounds = nlohmann::json::array();
+  for (int round = 0; round < kRounds; ++round) {
+    double tuned_rate = 0, round_best = 0;
+    nlohmann::json timeline, tuned;
+    for (int k = 0; k < contenders; ++k) {
+      const int c = (k + round) % contenders;
+      if (c == 0) {
+        BenchArgs a = args;
+        a.data = w.data;
+        a.autotune = true;
+        a.initial_parallelism = 1;
+        a.parallelism = kAutotune;
+        a.prefetch = kAutotune;
+        a.warmup_seconds = 0;
+        a.timeline_step = kTimelineStep;
+        SLUICE_ASSIGN_OR_RETURN(BenchResult r, w.run(a));
+        timeline = r.extra["timeline"];
+        tuned = r.extra["tuned"];
+        tuned_rate = RateAfter(timeline, args.seconds / 2);
+        std::fprintf(stderr, "[autotune] %s round %d/%d autotuned: %.1f items/s after "
+                     "convergence\n", w.name.c_str(), round + 1, kRounds, tuned_rate);
+      } else {
+        BenchArgs a = base;
+        a.seconds = std::max(1.0, 0.5 * args.seconds);
+        a.parallelism = cells[c - 1].p;
+        a.prefetch = cells[c - 1].b;
+        SLUICE_ASSIGN_OR_RETURN(BenchResult r, w.run(a));
+        cell_runs[c - 1].push_back(r.items_per_second);
+        round_best = std::max(round_best, r.items_per_second);
+        std::fprintf(stderr, "[autotune] %s round %d/%d cell parallelism %ld prefetch %ld: "
+                     "%.1f items/s\n", w.name.c_str(), round + 1, kRounds,
+                     static_cast<long>(cells[c - 1].p), static_cast<long>(cells[c - 1].b),
+                     r.items_per_second);
+      }
+    }
+    const double ratio = round_best > 0 ? tuned_rate / round_best : 0;
+    const double t95 = TimeToReach(timeline, 0.95 * round_best);
+    tuned_runs.push_back(tuned_rate);
+    ratios.push_back(ratio);
     t95s.push_back(t95 < 0 ? 1e9 : t95);
-    runs.push_back({{"items_per_second_converged", rate},
+    runs.push_back({{"items_per_second_converged", tuned_rate},
                     {"time_to_95_s", t95 < 0 ? nlohmann::json(nullptr) : nlohmann::json(t95)},
-                    {"tuned", r.extra["tuned"]}});
-    std::fprintf(stderr,
-                 "[autotune] %s autotuned (%d/%d): %.1f items/s after convergence, 95%% of best "
-                 "at %s\n",
-                 w.name.c_str(), i + 1, kRepeats, rate,
+                    {"tuned", tuned}});
+    rounds.push_back({{"autotuned", tuned_rate}, {"best_cell", round_best}, {"ratio", ratio}});
+    std::fprintf(stderr, "[autotune] %s round %d/%d: ratio %.2f, 95%% of the best cell at %s\n",
+                 w.name.c_str(), round + 1, kRounds, ratio,
                  t95 < 0 ? "never" : (std::to_string(t95) + " s").c_str());
   }
-  const double rate = Median(rates);
+  nlohmann::json candidates = nlohmann::json::array();
+  double best = 0;
+  int64_t best_p = 1, best_b = 1;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const double m = Median(cell_runs[c]);
+    candidates.push_back({{"parallelism", cells[c].p}, {"prefetch", cells[c].b},
+                          {"items_per_second_runs", cell_runs[c]}, {"items_per_second", m}});
+    if (m > best) best = m, best_p = cells[c].p, best_b = cells[c].b;
+  }
+  out["candidates"] = candidates;
+  out["best"] = {{"parallelism", best_p}, {"prefetch", best_b}, {"items_per_second", best}};
+  const double rate = Median(tuned_runs);
+  const double ratio = Median(ratios);
   const double t95 = Median(t95s);
+  out["rounds"] = rounds;
   out["autotuned"] = {{"runs", runs},
                       {"items_per_second", rate},
-                      {"window_s", run_seconds / 2},
+                      {"window_s", args.seconds / 2},
                       {"time_to_95_s", t95 >= 1e9 ? nlohmann::json(nullptr) : nlohmann::json(t95)}};
-  out["ratio"] = best > 0 ? rate / best : 0;
-  out["pass"] = best > 0 && rate >= 0.95 * best && t95 <= 10;
+  out["ratio"] = ratio;  // median of the rounds' paired ratios
+  out["ratio_of_medians"] = best > 0 ? rate / best : 0;
+  out["pass"] = ratio >= 0.95 && t95 <= 10;
+  std::fprintf(stderr, "[autotune] %s: ratio %.2f (median of %d rounds; of the medians %.2f), "
+               "95%% reached after %s: %s\n", w.name.c_str(), ratio, kRounds,
+               best > 0 ? rate / best : 0,
+               t95 >= 1e9 ? "never" : (std::to_string(t95) + " s").c_str(),
+               out["pass"].get<bool>() ? "pass" : "FAIL");
   return out;
 }
 
@@ -175,7 +220,7 @@ Result<BenchResult> BenchAutotune(const BenchArgs& args) {
       {"fashion_mnist", "/usr/share/datasets/fashion-mnist",
        [](const BenchArgs& a) { return BenchFashionMnist(a); }},
   };
-  nlohmann::json all = {{"cpu_budget", args.threads}, {"repeats", kRepeats},
+  nlohmann::json all = {{"cpu_budget", args.threads}, {"rounds", kRounds},
                         {"workloads", nlohmann::json::array()}};
   BenchResult result;
   result.suite = "autotune";

@@ -6,6 +6,7 @@
 
 #include "autotune/model.h"
 #include "autotune/optimizer.h"
+#include "runtime/async_payoff.h"
 #include "core/logging.h"
 #include "runtime/async_buffer.h"
 #include "runtime/executor.h"
@@ -40,6 +41,21 @@ double MovableWorkNs(const StatsDelta& delta, size_t i, bool subtree) {
     }
   }
   return cpu / static_cast<double>(n.elements_produced);
+}
+
+// Whether an op running async (`running_async`, by node index) is reached from node i
+// through ops that run on the calling thread: i's input then works on other threads.
+bool AsyncBelow(const StatsDelta& delta, size_t i, const std::vector<bool>& running_async) {
+  std::vector<bool> sync(delta.nodes.size(), false);
+  sync[i] = true;
+  for (size_t j = i + 1; j < delta.nodes.size(); ++j) {
+    const int p = delta.nodes[j].parent;
+    if (p < static_cast<int>(i)) break;  // left i's subtree (pre-order)
+    if (!sync[p]) continue;
+    if (running_async[j]) return true;
+    sync[j] = true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -120,19 +136,46 @@ bool Autotuner::Round() {
   const IteratorStats& root = delta.nodes[0];
   const int64_t dt = delta.duration_ns;
   const int64_t droot = root.elements_produced;
-  const int64_t dwall = root.wall_ns;
-  if (droot >= 2 && dt > 0) {
-    consumer_ns_ = std::max<double>(0, static_cast<double>(dt - dwall)) / droot;
+  // The consumer's own time over a longer window of its own (kConsumerSpan): the sampled
+  // wall time of the root moves by up to a few elements' worth between two 50 ms rounds,
+  // which would read as tens of us per element. Not over the first window either: it
+  // starts when the iterator was made, and would charge the caller's setup to it.
+  if (consumer_window_primed_) {
+    const StatsDelta c = consumer_window_.Delta(stats);
+    const int64_t n = c.nodes.empty() ? 0 : c.nodes[0].elements_produced;
+    if (c.restarted) {
+      consumer_window_.Reset(stats);
+    } else if (n >= 2 && c.duration_ns >= kConsumerSpan.count() * 1000000) {
+      consumer_ns_ =
+          std::max<double>(0, static_cast<double>(c.duration_ns - c.nodes[0].wall_ns)) / n;
+      consumer_window_.Reset(stats);
+    }
+  } else if (droot >= 1) {
+    consumer_window_.Reset(stats);
+    consumer_window_primed_ = true;
   }
   const double measured = dt > 0 ? droot * 1e9 / dt : 0;
   if (droot >= 2 || dt > 1000000000) window_.Reset(stats);
 
   // Execution modes first (async_buffer.h, "Inline mode"): inline while the work an op
-  // would hand off costs less than the handoff, async once it costs more. Measured async,
-  // an op's CPU includes the handoff machinery itself, so an async op that looks cheap
-  // (below kProbeFactor handoffs) is probed inline for a round; a probe that measures more
-  // than a handoff goes back async and the next probe of that op waits twice as long.
-  // The model sees only resources.
+  // would hand off costs less than the handoff, async once it costs more. For a Prefetch
+  // at the root the gain is min(work, consumer's own time) (runtime/async_payoff.h, the
+  // rule inject_prefetch applies too): an idle consumer keeps it inline; until the
+  // consumer has been measured its mode waits. Measured async, an op's CPU includes the
+  // handoff machinery itself, so an async op that looks cheap (below kProbeFactor
+  // handoffs) is probed inline for a round; a probe that measures more than a handoff
+  // goes back async and the next probe of that op waits twice as long. The model sees
+  // only resources.
+  std::vector<bool> running_async(delta.nodes.size(), false);
+  for (size_t i = 0; i < delta.nodes.size(); ++i) {
+    running_async[i] = delta.nodes[i].async;
+    for (const KnobState& k : knobs) {
+      if (k.kind == KnobKind::kMode && k.name == "inline" && k.value != 0 &&
+          k.prefix == delta.nodes[i].prefix) {
+        running_async[i] = false;
+      }
+    }
+  }
   bool mode_changed = false;
   std::vector<KnobState> resources;
   for (const KnobState& k : knobs) {
@@ -143,18 +186,27 @@ bool Autotuner::Round() {
     if (k.name != "inline") continue;
     for (size_t i = 0; i < delta.nodes.size(); ++i) {
       if (delta.nodes[i].prefix != k.prefix) continue;
-      const double work = MovableWorkNs(delta, i, k.op == "Prefetch");
+      const bool prefetch = k.op == "Prefetch";
+      const double work = MovableWorkNs(delta, i, prefetch);
       if (work < 0) break;
+      // Over an input already running async (its workers on the pool), a root prefetch
+      // is a second buffer between those workers and the consumer's scheduling: the
+      // work rule alone decides it (see async_payoff.h).
+      const bool root_prefetch = prefetch && i == 0 && !AsyncBelow(delta, i, running_async);
+      if (root_prefetch && consumer_ns_ < 0) break;  // not measured yet
+      const double gain = root_prefetch ? RootAsyncGainNs(work, consumer_ns_) : work;
       SLUICE_LOG(kDebug) << "autotune: " << k.prefix << " inline " << k.value << ", work "
-                         << Us(work) << " per element";
+                         << Us(work) << " per element"
+                         << (root_prefetch ? ", consumer " + Us(consumer_ns_) : "");
       const double handoff = static_cast<double>(AsyncBufferIterator::kHandoffNs);
       Probe& probe = probes_[k.prefix];
       int64_t want = k.value;
-      if (k.value != 0 && work > handoff) {
+      if (k.value != 0 && (root_prefetch ? RootAsyncPaysOff(work, consumer_ns_, handoff)
+                                         : work > handoff)) {
         want = 0;
         if (probe.probing) probe.backoff = std::min(probe.backoff * 2 + 1, kMaxProbeBackoff);
         probe.wait = probe.backoff;
-      } else if (k.value == 0 && work < kProbeFactor * handoff && --probe.wait < 0) {
+      } else if (k.value == 0 && gain < kProbeFactor * handoff && --probe.wait < 0) {
         want = 1;
       }
       probe.probing = want == 1 && k.value == 0;
@@ -164,14 +216,16 @@ bool Autotuner::Round() {
         changes_.fetch_add(1, std::memory_order_relaxed);
         SLUICE_LOG(kInfo) << "autotune: " << k.prefix << " (" << k.op << ") inline "
                           << k.value << " -> " << want << " (work " << Us(work)
-                          << " per element, handoff " << Us(handoff) << ")";
+                          << " per element"
+                          << (root_prefetch ? ", consumer " + Us(consumer_ns_) : "")
+                          << ", handoff " << Us(handoff) << ")";
       }
       break;
     }
   }
   knobs = std::move(resources);
   if (knobs.empty()) return mode_changed;
-  const Model model = Model::Build(stats, knobs, consumer_ns_);
+  const Model model = Model::Build(stats, knobs, std::max(0.0, consumer_ns_));
   if (!model.ready()) return mode_changed;
   OptimizerLimits limits;
   limits.cpu_budget = runtime_->cpu_budget();
@@ -195,7 +249,7 @@ bool Autotuner::Round() {
                        TotalParallelism(knobs, plan) <= TotalParallelism(knobs, current) &&
                        model.BufferedBytes(plan) <= model.BufferedBytes(current);
   SLUICE_LOG(kDebug) << "autotune: round " << rounds() << ": measured " << measured
-                     << " elements/s, consumer " << Us(consumer_ns_) << "/element, model "
+                     << " elements/s, consumer " << Us(std::max(0.0, consumer_ns_)) << "/element, model "
                      << Us(now_period) << " -> " << Us(plan_period) << " per element";
   if (!(better || cheaper || over_cpu || over_ram)) return mode_changed;
   bool changed = mode_changed;

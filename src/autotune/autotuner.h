@@ -7,10 +7,14 @@
 // iterators initialize; a background thread ("sluice-autotune", started when the first
 // knob appears) then, every round:
 //   1. reads the knobs and a snapshot of the stats plane (Iterator::Snapshot);
-//   2. measures, over the window since the last round, the root's throughput and the
-//      consumer's own time per element (time outside GetNext);
-//   3. builds a Model and runs HillClimb within the budgets;
-//   4. applies the plan when it lowers the modelled period by at least kMinImprovement,
+//   2. measures, over the window since the last round, the root's throughput, and the
+//      consumer's own time per element (time outside GetNext) over windows of at least
+//      kConsumerSpan;
+//   3. sets each async op's execution mode ("inline" knobs, async_buffer.h): async when
+//      the work it moves exceeds a handoff; for a Prefetch at the root, when
+//      min(work moved, consumer's own time) clears runtime/async_payoff.h's line;
+//   4. builds a Model and runs HillClimb within the budgets;
+//   5. applies the plan when it lowers the modelled period by at least kMinImprovement,
 //      when the current values break a budget, or when it frees resources at no modelled
 //      cost (hysteresis, so noise does not make knobs flap); writes only changed knobs.
 // Rounds run every kFastInterval (50 ms) at first and after any change (of a knob or of
@@ -93,7 +97,12 @@ class Autotuner {
 
   // Tuning thread only: the window since the previous round's figures.
   StatsWindow window_;
-  double consumer_ns_ = 0;
+  // The consumer's own time per root element (outside GetNext), over windows of at least
+  // kConsumerSpan that start after the first round; -1 until measured.
+  static constexpr std::chrono::milliseconds kConsumerSpan{500};
+  StatsWindow consumer_window_;
+  bool consumer_window_primed_ = false;
+  double consumer_ns_ = -1;
   // Inline-mode probes per async op (by prefix): rounds to wait before the next probe, and
   // the wait after a failed one (doubling). Only the tuning thread touches them.
   static constexpr double kProbeFactor = 2;

@@ -8,10 +8,17 @@
 // slices of small rows and shuffle buffers count as cheap: with them a root prefetch over
 // `from_tensor_slices(...).shuffle(1000).batch(256)` ran at 0.81-0.94x the graph as built
 // (bench/small_elements.py).
+//
+// The decision is runtime/async_payoff.h's rule, min(work moved, consumer's own time) >
+// handoff, which the tuner applies again with measured figures: here the consumer is
+// unknown, so only a graph known to be below the handoff vetoes. The injected prefetch is
+// AUTOTUNE, so in a tuning runtime it starts inline and goes async only once the tuner
+// has measured both sides (an idle consumer keeps it inline).
 #include <unordered_set>
 
 #include "optimizer/cost_model.h"
 #include "optimizer/pass.h"
+#include "runtime/async_payoff.h"
 
 namespace sluice {
 namespace {
@@ -60,7 +67,9 @@ class InjectPrefetchPass final : public OptimizerPass {
   bool on_by_default() const override { return true; }
   Result<PassResult> Apply(const DatasetPtr& root) const override {
     if (IsAsyncOp(root->op())) return PassResult{root, 0};
-    if (CostModelOn() && GraphBelowHandoff(root)) {
+    // Known below the handoff counts as no work moved; the consumer is unknown here.
+    const double work = CostModelOn() && GraphBelowHandoff(root) ? 0 : kUnknownNs;
+    if (!RootAsyncPaysOff(work, kUnknownNs)) {
       return PassResult{root, 0, {"kept the root synchronous (cost model: every op below a "
                                   "handoff)"}};
     }

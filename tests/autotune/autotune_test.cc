@@ -345,7 +345,10 @@ TEST(Autotune, OneCoreKeepsTotalParallelismAtOne) {
 
 // Async ops with AUTOTUNE arguments start inline (on the consumer's thread) and the
 // tuner moves one off the thread once its measured work per element exceeds a handoff;
-// a cheap one stays inline. Either way the elements come in order.
+// a cheap one stays inline. Once the heavy map runs async, the root prefetch over it is
+// judged by its input's work alone (a buffer between the pool and the consumer;
+// runtime/async_payoff.h) and goes async too, though this loop is an idle consumer.
+// Either way the elements come in order.
 TEST(Autotune, InlineModeFollowsMeasuredWork) {
   Options o;
   o.autotune.cpu_budget = 2;
@@ -379,7 +382,7 @@ TEST(Autotune, InlineModeFollowsMeasuredWork) {
     ASSERT_EQ((**e)[0].scalar<int64_t>(), expect++);
   }
   EXPECT_EQ(inline_of(heavy), 0) << "the tuner left a 200 us map inline";
-  EXPECT_EQ(inline_of("Root"), 0) << "the prefetch over it stayed inline";
+  EXPECT_EQ(inline_of("Root"), 0) << "the prefetch over the async map stayed inline";
   // Sanitizer builds run a no-op map 10-50x slower, which can put it past the handoff
   // cost: there the tuner may rightly move it. The rule itself is still checked by the
   // heavy map here and by InlineModeBacksOutAndCheckpointsAcrossModes.
@@ -390,6 +393,43 @@ TEST(Autotune, InlineModeFollowsMeasuredWork) {
     auto e = (*it)->GetNext();
     ASSERT_TRUE(e.ok() && e->has_value());
     ASSERT_EQ((**e)[0].scalar<int64_t>(), expect++);
+  }
+}
+
+// The root prefetch's rule (runtime/async_payoff.h): over a synchronous input it goes
+// async only when both the work it moves and the consumer's own time per element exceed
+// two handoffs. Over a 200 us synchronous map: a consumer that spends 100 us per element gets it async; a consumer
+// that only loops keeps it inline (the handoff would be pure cost).
+TEST(Autotune, RootPrefetchGoesAsyncOnlyForABusyConsumer) {
+  for (const bool busy : {true, false}) {
+    SCOPED_TRACE(busy ? "busy consumer" : "idle consumer");
+    Options o;
+    o.autotune.cpu_budget = 2;
+    auto it = MakeIteratorAsBuilt(
+        Dataset::Range(1 << 30).Map(Burner(200)).Prefetch(kAutotune), o);
+    ASSERT_TRUE(it.ok()) << it.status();
+    auto root_inline = [&] {
+      for (const TunedParameter& p : (*it)->TunedParameters()) {
+        if (p.prefix == "Root" && p.name == "inline") return p.value;
+      }
+      return int64_t{-1};
+    };
+    ASSERT_EQ(root_inline(), 1);
+    // Busy: until it goes async (bounded). Idle: 1.5 s of tuning rounds (50 ms each); the
+    // loop reads the knob only every 64 elements, so that it stays idle.
+    const auto deadline = steady_clock::now() + std::chrono::milliseconds(busy ? 60000 : 1500);
+    int64_t expect = 0;
+    while (steady_clock::now() < deadline && !(busy && expect % 8 == 0 && root_inline() == 0)) {
+      auto e = (*it)->GetNext();
+      ASSERT_TRUE(e.ok() && e->has_value());
+      ASSERT_EQ((**e)[0].scalar<int64_t>(), expect++);
+      if (busy) Burn(100);
+      if (!busy && expect % 64 == 0) {
+        ASSERT_EQ(root_inline(), 1) << "went async for a consumer with no work";
+      }
+    }
+    EXPECT_EQ(root_inline(), busy ? 0 : 1);
+    EXPECT_GT(expect, 64);
   }
 }
 
