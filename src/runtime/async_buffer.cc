@@ -122,6 +122,7 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
   const bool tune = runtime_->autotune();
   capacity_follows_ = options_.capacity == 0;  // before the setter can run
   grouped_ = processor_->groupable() && !processor_->passthrough();
+  static_bytes_ = processor_->StaticOutputBytes();
   if (tune && options_.parallelism == kAutotune) {
     const int64_t max = std::max<int64_t>(1, runtime_->cpu_budget());
     std::vector<int64_t> slots;
@@ -693,6 +694,12 @@ void AsyncBufferIterator::RunGroup(Slot* s) {
     u.inputs.push_back(std::move(s->unit.inputs[i]));
     u.first_position = s->unit.first_position + static_cast<int64_t>(i);
     s->results.push_back(ProcessInline(&u));
+    const Result<std::optional<Element>>& r = s->results.back();
+    if (r.ok() && r->has_value()) {
+      const int64_t b = ResultBytes(r);
+      s->group_bytes += b;
+      s->largest = std::max(s->largest, b);
+    }
   }
   if (!s->input_error.ok()) s->results.push_back(std::move(s->input_error));
   // The next group's size from the work per element (EWMA), at most doubling.
@@ -706,6 +713,11 @@ void AsyncBufferIterator::RunGroup(Slot* s) {
   if (group_size_.exchange(g, std::memory_order_relaxed) != g) {
     RecordBufferLimit(ElementLimit());  // the limit counts elements (see "Groups")
   }
+}
+
+int64_t AsyncBufferIterator::ResultBytes(const Result<std::optional<Element>>& r) const {
+  if (!r.ok() || !r->has_value()) return 0;
+  return static_bytes_ >= 0 ? static_bytes_ : ElementBytes(**r);
 }
 
 bool AsyncBufferIterator::HasRoomLocked() const {
@@ -766,12 +778,16 @@ std::optional<Result<std::optional<Element>>> AsyncBufferIterator::TakeFromGroup
     Result<std::optional<Element>>& r = results[group_next_++];
     const bool element = r.ok() && r->has_value();
     if (element) {
-      // Its charge moves to a buffer's fetch, or leaves the budget (TakeReadyLocked).
-      const int64_t bytes = ElementBytes(**r);
-      group_->reserved -= bytes;
+      // Its charge moves to a buffer's fetch, or leaves a limited budget (as in
+      // TakeReadyLocked); under an unlimited one the group's charges leave together when
+      // it is used up.
       if (tls_fetch != nullptr) {
+        const int64_t bytes = ResultBytes(r);
+        group_->reserved -= bytes;
         tls_fetch->AddTransferred(bytes);
-      } else if (bytes != 0) {
+      } else if (runtime_->memory().limit() > 0) {
+        const int64_t bytes = ResultBytes(r);
+        group_->reserved -= bytes;
         runtime_->memory().Release(bytes);
       }
     } else if (r.ok()) {
@@ -792,11 +808,8 @@ void AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>>
   if (grouped_) {
     // The group's results (RunGroup), or its input error alone; each charged its bytes.
     if (s->results.empty()) s->results.push_back(std::move(s->input_error));
-    for (const auto& r : s->results) {
-      const int64_t b = r.ok() && r->has_value() ? ElementBytes(**r) : 0;
-      bytes += b;
-      if (r.ok() && r->has_value()) largest = std::max(largest, b);
-    }
+    bytes = s->group_bytes;
+    largest = s->largest;
   } else {
     s->result = std::move(result);
     bytes = s->result.ok() && s->result->has_value() ? ElementBytes(**s->result) : 0;
@@ -912,6 +925,8 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
         group_->results.clear();
         group_->input_error = Status::OK();
         group_->reserved = 0;
+        group_->group_bytes = 0;
+        group_->largest = -1;
         group_->elements = 1;
         group_->done = false;
         group_->parts = group_->parts_left = 0;

@@ -246,6 +246,8 @@ class AsyncBufferIterator final : public IteratorBase {
     std::vector<Result<std::optional<Element>>> results;
     Status input_error;
     int64_t elements = 1;
+    int64_t group_bytes = 0;  // the results' bytes, and the largest result's (-1: none)
+    int64_t largest = -1;
   };
   struct Part {
     Slot* slot;
@@ -293,6 +295,8 @@ class AsyncBufferIterator final : public IteratorBase {
   void RunGroup(Slot* s);
   // Whether the slots have room for another unit (groups: elements).
   bool HasRoomLocked() const REQUIRES(mu_);
+  // A result's charge: its element's bytes (the processor's static size when known).
+  int64_t ResultBytes(const Result<std::optional<Element>>& r) const;
   // The most elements the slots may hold (groups).
   int64_t ElementLimit() const;
   // Pulls a group's further elements (after the first) without mu_: each reserves
@@ -379,6 +383,7 @@ class AsyncBufferIterator final : public IteratorBase {
   std::atomic<bool> cancel_requested_{false};
   // Groups (see "Groups"). grouped_ is set by Initialize.
   bool grouped_ = false;
+  int64_t static_bytes_ = -1;  // processor_->StaticOutputBytes()
   // Elements in slots_ and in group_ (counted against ElementLimit).
   int64_t buffered_elements_ GUARDED_BY(mu_) = 0;
   // The group GetNext's thread is handing out and its cursor (that thread only).
