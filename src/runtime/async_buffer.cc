@@ -301,7 +301,9 @@ void AsyncBufferIterator::RunnerLoop() {
         continue;
       }
     }
-    int parts = !error.ok() ? 0 : grouped_ ? 1 : processor_->NumParts(s->unit, parallelism());
+    int parts = !error.ok() ? 0
+                : grouped_      ? 1
+                                : processor_->NumParts(s->unit, parallelism());
     if (!error.ok()) {
       CompleteLocked(s, error);
     } else if (parts == 0) {
@@ -703,7 +705,8 @@ void AsyncBufferIterator::RunGroup(Slot* s) {
   }
   if (!s->input_error.ok()) s->results.push_back(std::move(s->input_error));
   // The next group's size from the work per element (EWMA), at most doubling.
-  const int64_t per = std::max<int64_t>(1, (MonotonicNs() - start) / static_cast<int64_t>(n));
+  const int64_t per =
+      std::max<int64_t>(1, (MonotonicNs() - start) / static_cast<int64_t>(n));
   const int64_t old = work_ns_.load(std::memory_order_relaxed);
   const int64_t work = old < 0 ? per : (3 * old + per) / 4;
   work_ns_.store(work, std::memory_order_relaxed);

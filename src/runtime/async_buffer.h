@@ -91,21 +91,24 @@
 // functions (work >= kGroupTargetNs) keep g = 1, so parallelism and latency are those of
 // one element per slot. A group's pull also ends when it has taken kGroupTargetNs (a slow
 // input never holds a group back long), at an input error (the error becomes the group's
-// last result; the elements before it are processed) or at the end of input.
-// What stays: the order (deterministic: groups in input order, results in order inside
-// each; otherwise groups as they finish), errors (a failing element yields its error at
-// its position and the group goes on), the memory budget (each element reserves its
-// estimate before its fetch, a group stops growing when a reservation fails, an unknown
-// size under a limited budget keeps g = 1, an urgent unreserved fetch is a one-element
-// group; each result is charged its bytes until the consumer hands it out), capacity
-// (counted in elements: the slots hold at most capacity x g elements while the capacity
-// follows the parallelism (2 x parallelism groups' worth: g elements per slot), at most
-// `capacity` elements when it is set; the consumer's group counts until it is used up),
-// checkpoints (Save writes the unconsumed results of the consumer's group, then every
-// buffered group's results, one entry per element, in order; Restore refills one-element
-// slots, so the restored iterator yields exactly the same sequence), cancellation, inline
-// mode (untouched: it has no slots) and the stats plane (a group is one pool task; its
-// CPU is the op's, its elements are counted as they are returned; gauges count elements).
+// last result; the elements before it are processed) or at the end of input. Used groups'
+// slots are kept for the runner's next groups (their vectors keep their room). What
+// stays: the order (deterministic: groups in input order, results in order inside each;
+// otherwise groups as they finish), errors (a failing element yields its error at its
+// position and the group goes on), the memory budget (each element reserves its estimate
+// before its fetch, a group stops growing when a reservation fails, an unknown size under
+// a limited budget keeps g = 1, an urgent unreserved fetch is a one-element group; each
+// result is charged its bytes until the consumer hands it out, or, under an unlimited
+// budget, until its group is used up), capacity (counted in elements: the slots hold at
+// most capacity x g elements while the capacity follows the parallelism (2 x parallelism
+// groups' worth: g elements per slot), at most `capacity` elements when it is set; the
+// consumer's group counts until it is used up; NodeStats' buffer_limit is that element
+// bound), checkpoints (Save writes the unconsumed results of the consumer's group, then
+// every buffered group's results, one entry per element, in order; Restore refills
+// one-element slots, so the restored iterator yields exactly the same sequence),
+// cancellation, inline mode (untouched: it has no slots) and the stats plane (a group is
+// one pool task; its CPU is the op's, its elements are counted as they are returned;
+// gauges count elements).
 //
 // Thread-safety: GetNext/Save/Restore from one thread at a time (IteratorBase contract);
 // Cancel and stats from any thread. Internal state is GUARDED_BY(mu_), except the ring

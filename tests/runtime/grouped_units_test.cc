@@ -24,7 +24,8 @@ Function Identity() {
 
 // Fails for every input that is a multiple of `every` (not 0).
 Function FailEvery(int64_t every) {
-  return Function::Map("fail_every", [every](Element e, FunctionContext&) -> Result<Element> {
+  return Function::Map("fail_every",
+                       [every](Element e, FunctionContext&) -> Result<Element> {
     const int64_t v = e[0].scalar<int64_t>();
     if (v > 0 && v % every == 0) return DataLossError("bad element " + std::to_string(v));
     return e;
@@ -84,7 +85,8 @@ TEST(GroupedUnits, GroupsFormForCheapWork) {
 }
 
 TEST(GroupedUnits, SlowWorkKeepsOneElementPerSlot) {
-  Function slow = Function::Map("slow", [](Element e, FunctionContext&) -> Result<Element> {
+  Function slow = Function::Map("slow",
+                                [](Element e, FunctionContext&) -> Result<Element> {
     std::this_thread::sleep_for(std::chrono::microseconds(300));
     return e;
   });
@@ -176,7 +178,8 @@ TEST(GroupedUnits, NonDeterministicModeYieldsTheSameMultiset) {
           return e[0].scalar<int64_t>() % 2 == 0;
         });
     Dataset ds = filter ? Dataset::Range(20000).Filter(even, 2, /*deterministic=*/false)
-                        : Dataset::Range(20000).Map(FailEvery(97), 2, /*deterministic=*/false);
+                        : Dataset::Range(20000).Map(FailEvery(97), 2,
+                                                    /*deterministic=*/false);
     auto it = MakeIteratorAsBuilt(ds, TwoCores());
     ASSERT_TRUE(it.ok());
     std::vector<int64_t> got = Drain(it->get());
