@@ -140,18 +140,18 @@ TEST(GroupedUnits, SaveAndRestoreMidGroupAreExact) {
 }
 
 TEST(GroupedUnits, MemoryBudgetBoundsGroupedBytes) {
-  // 16 KiB elements from a cheap map: groups form, but the 256 KiB budget holds.
-  const int64_t kElem = 16 << 10;
+  // 4 KiB elements from a cheap map: groups form, but the 64 KiB budget holds.
+  const int64_t kElem = 4 << 10;
   Function make = Function::Map(
       "make",
       [](Element e, FunctionContext&) -> Result<Element> {
-        return Element{Tensor::Zeros(DType::kUInt8, Shape({16 << 10}))};
+        return Element{Tensor::Zeros(DType::kUInt8, Shape({4 << 10}))};
       },
       {}, [](const ElementSpec&) -> Result<ElementSpec> {
-        return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({16 << 10})}}};
+        return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({4 << 10})}}};
       });
   Options rt = TwoCores();
-  rt.autotune.ram_budget = 256 << 10;
+  rt.autotune.ram_budget = 64 << 10;
   auto it = MakeIteratorAsBuilt(Dataset::Range(20000).Map(make, 2), rt);
   ASSERT_TRUE(it.ok());
   int64_t n = 0;
