@@ -2,8 +2,8 @@
 //
 // range(n) -> Prefetch(64), and range(n) -> ParallelMap(identity, parallelism 2): small
 // elements (one int64 scalar), nothing else to do, so the time per element is the
-// handoff: slot allocation, the buffer's mutex and condition variables, the pool task (for
-// ParallelMap), and the wake-ups. Explicit arguments keep the ops asynchronous; the
+// handoff: Prefetch's lock-free ring; ParallelMap's grouped units (a slot, a pool task, the
+// buffer's mutex and wake-ups per group of up to 256 elements; async_buffer.h, "Groups"). Explicit arguments keep the ops asynchronous; the
 // `autotune` rows give AUTOTUNE instead, which starts inline (async_buffer.h, "Inline
 // mode") and shows what the tuner's inline decision saves. Rows as_built: no rewrites.
 // Reported counters: ns_per_element (wall) and cpu_ns_per_element (all threads of the

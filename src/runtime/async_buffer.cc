@@ -112,6 +112,7 @@ AsyncBufferIterator::~AsyncBufferIterator() {
   idle_cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return running_tasks_ == 0; });
   for (const auto& s : slots_) runtime_->memory().Release(s->reserved);
   slots_.clear();
+  if (group_ != nullptr) runtime_->memory().Release(group_->reserved);
 }
 
 Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
@@ -120,6 +121,8 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
   int64_t p = ResolveParallelism(options_.parallelism, *runtime_);
   const bool tune = runtime_->autotune();
   capacity_follows_ = options_.capacity == 0;  // before the setter can run
+  grouped_ = processor_->groupable() && !processor_->passthrough();
+  static_bytes_ = processor_->StaticOutputBytes();
   if (tune && options_.parallelism == kAutotune) {
     const int64_t max = std::max<int64_t>(1, runtime_->cpu_budget());
     std::vector<int64_t> slots;
@@ -177,7 +180,7 @@ void AsyncBufferIterator::set_parallelism(int64_t p) {
 
 void AsyncBufferIterator::set_capacity(int64_t c) {
   capacity_.store(std::max<int64_t>(1, c), std::memory_order_relaxed);
-  RecordBufferLimit(capacity());
+  RecordBufferLimit(grouped_ ? ElementLimit() : capacity());
   {
     MutexLock l(&mu_);
     runner_cv_.SignalAll();
@@ -217,8 +220,7 @@ void AsyncBufferIterator::RunnerLoop() {
   MutexLock l(&mu_);
   while (true) {
     runner_cv_.Wait(&mu_, [this]() REQUIRES(mu_) {
-      return cancelled_ || inline_mode() ||
-             (!paused_ && static_cast<int64_t>(slots_.size()) < capacity());
+      return cancelled_ || inline_mode() || (!paused_ && HasRoomLocked());
     });
     if (cancelled_ || inline_mode()) break;
     // Admission against the memory budget (rules in memory_budget.h). A unit reserves its
@@ -237,10 +239,25 @@ void AsyncBufferIterator::RunnerLoop() {
       runner_cv_.WaitFor(&mu_, kBudgetRetry);
       continue;
     }
-    auto slot = std::make_unique<Slot>();
+    std::unique_ptr<Slot> slot;
+    if (!free_slots_.empty()) {  // a used group's, with its vectors' room (groups)
+      slot = std::move(free_slots_.back());
+      free_slots_.pop_back();
+    } else {
+      slot = std::make_unique<Slot>();
+    }
     slot->reserved = reserve;
+    // A group's size (see "Groups"): one element when admitted unreserved, or when the
+    // size of an element is unknown under a limited budget.
+    const int64_t estimate = estimate_;
+    int64_t want = 1;
+    if (grouped_ && admitted && (estimate >= 0 || budget.limit() <= 0)) {
+      want = std::max<int64_t>(
+          1, std::min(group_size(), ElementLimit() - buffered_elements_));
+    }
     fetching_ = true;
     l.Unlock();
+    const int64_t start_ns = want > 1 ? MonotonicNs() : 0;
     // Pull one unit from the input. On an input error the rows pulled before it are
     // dropped and the slot carries the error (as the sequential batch does).
     Status error;
@@ -250,6 +267,10 @@ void AsyncBufferIterator::RunnerLoop() {
       FetchScope scope(reserve > 0, &starving_);
       PullUnit(&slot->unit, &error, &end, &dropped);
       slot->reserved += scope.TakeTransferred();
+    }
+    if (want > 1 && error.ok() && !end) {
+      PullGroupRest(slot.get(), want, std::max<int64_t>(estimate, 0), start_ns, &error,
+                    &end, &slot->reserved);
     }
     l.Lock();
     fetching_ = false;
@@ -267,7 +288,22 @@ void AsyncBufferIterator::RunnerLoop() {
     next_position_ += n + dropped;
     Slot* s = slot.get();
     slots_.push_back(std::move(slot));
-    int parts = error.ok() ? processor_->NumParts(s->unit, parallelism()) : 0;
+    if (grouped_) {
+      // The input error ends the group: its last result, after the elements before it.
+      s->elements = n + (error.ok() ? 0 : 1);
+      buffered_elements_ += s->elements;
+      s->input_error = std::move(error);
+      error = Status::OK();
+      if (n == 0) {
+        CompleteLocked(s, std::nullopt);
+        PublishGaugesLocked();
+        if (input_end_) break;
+        continue;
+      }
+    }
+    int parts = !error.ok() ? 0
+                : grouped_      ? 1
+                                : processor_->NumParts(s->unit, parallelism());
     if (!error.ok()) {
       CompleteLocked(s, error);
     } else if (parts == 0) {
@@ -592,10 +628,14 @@ void AsyncBufferIterator::RunPart(Part p) {
     spans->Begin();
     span.start_ns = MonotonicNs();
   }
-  try {
-    st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
-  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
-    st = StatusFromException(node().op());
+  if (grouped_) {
+    RunGroup(p.slot);  // every element's error is its own result
+  } else {
+    try {
+      st = processor_->ProcessPart(&p.slot->unit, p.index, p.slot->parts);
+    } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
+      st = StatusFromException(node().op());
+    }
   }
   if (spans != nullptr) [[unlikely]] {
     span.end_ns = MonotonicNs();
@@ -624,7 +664,9 @@ void AsyncBufferIterator::RunPart(Part p) {
       MutexLock g(&p.slot->unit.mu);
       unit_status = p.slot->unit.status;
     }
-    if (unit_status.ok()) {
+    if (grouped_) {
+      // The results are in the slot (RunGroup).
+    } else if (unit_status.ok()) {
       out = FinishSafely([&] { return processor_->Finish(&p.slot->unit); });
     } else {
       out = std::move(unit_status);
@@ -643,22 +685,147 @@ void AsyncBufferIterator::RunPart(Part p) {
   idle_cv_.SignalAll();
 }
 
+void AsyncBufferIterator::RunGroup(Slot* s) {
+  // Each element as a one-element unit of its own position, in order.
+  const int64_t start = MonotonicNs();
+  const size_t n = s->unit.inputs.size();
+  s->results.reserve(n + 1);
+  WorkUnit u;
+  u.exclusive = true;
+  for (size_t i = 0; i < n; ++i) {
+    u.inputs.push_back(std::move(s->unit.inputs[i]));
+    u.first_position = s->unit.first_position + static_cast<int64_t>(i);
+    s->results.push_back(ProcessInline(&u));
+    const Result<std::optional<Element>>& r = s->results.back();
+    if (r.ok() && r->has_value()) {
+      const int64_t b = ResultBytes(r);
+      s->group_bytes += b;
+      s->largest = std::max(s->largest, b);
+    }
+  }
+  if (!s->input_error.ok()) s->results.push_back(std::move(s->input_error));
+  // The next group's size from the work per element (EWMA), at most doubling.
+  const int64_t per =
+      std::max<int64_t>(1, (MonotonicNs() - start) / static_cast<int64_t>(n));
+  const int64_t old = work_ns_.load(std::memory_order_relaxed);
+  const int64_t work = old < 0 ? per : (3 * old + per) / 4;
+  work_ns_.store(work, std::memory_order_relaxed);
+  const int64_t k = std::clamp<int64_t>(kGroupTargetNs / std::max<int64_t>(work, 1), 1,
+                                        kMaxGroup);
+  const int64_t g = std::min(k, 2 * group_size());
+  if (group_size_.exchange(g, std::memory_order_relaxed) != g) {
+    RecordBufferLimit(ElementLimit());  // the limit counts elements (see "Groups")
+  }
+}
+
+int64_t AsyncBufferIterator::ResultBytes(const Result<std::optional<Element>>& r) const {
+  if (!r.ok() || !r->has_value()) return 0;
+  return static_bytes_ >= 0 ? static_bytes_ : ElementBytes(**r);
+}
+
+bool AsyncBufferIterator::HasRoomLocked() const {
+  if (!grouped_) return static_cast<int64_t>(slots_.size()) < capacity();
+  return buffered_elements_ < ElementLimit();
+}
+
+int64_t AsyncBufferIterator::ElementLimit() const {
+  return capacity_follows_ ? capacity() * group_size() : capacity();
+}
+
+void AsyncBufferIterator::PullGroupRest(Slot* s, int64_t want, int64_t estimate,
+                                        int64_t start_ns, Status* error, bool* end,
+                                        int64_t* reserved) {
+  MemoryBudget& budget = runtime_->memory();
+  std::vector<Element>& inputs = s->unit.inputs;
+  inputs.reserve(static_cast<size_t>(want));
+  FetchScope scope(estimate > 0, &starving_);
+  int64_t ahead = 0;  // elements reserved, not yet fetched (released when the group ends)
+  while (static_cast<int64_t>(inputs.size()) < want) {
+    if (cancel_requested_.load(std::memory_order_relaxed)) break;
+    if (inputs.size() % 32 == 0 && MonotonicNs() - start_ns > kGroupTargetNs) break;
+    if (estimate > 0 && ahead == 0) {
+      // Reserve for the rest of the group at once, else element by element; the budget
+      // full: the group ends here.
+      const int64_t rest = want - static_cast<int64_t>(inputs.size());
+      if (rest > 1 && budget.TryReserve(rest * estimate)) {
+        ahead = rest;
+      } else if (budget.TryReserve(estimate)) {
+        ahead = 1;
+      } else {
+        break;
+      }
+      *reserved += ahead * estimate;
+    }
+    if (estimate > 0) --ahead;
+    Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
+    if (!r.ok()) {
+      *error = r.status();
+      break;
+    }
+    if (!*r) {
+      *end = true;
+      break;
+    }
+    inputs.push_back(std::move(**r));
+  }
+  if (ahead > 0) {
+    budget.Release(ahead * estimate);
+    *reserved -= ahead * estimate;
+  }
+  *reserved += scope.TakeTransferred();
+}
+
+std::optional<Result<std::optional<Element>>> AsyncBufferIterator::TakeFromGroup() {
+  std::vector<Result<std::optional<Element>>>& results = group_->results;
+  while (group_next_ < results.size()) {
+    Result<std::optional<Element>>& r = results[group_next_++];
+    const bool element = r.ok() && r->has_value();
+    if (element) {
+      // Its charge moves to a buffer's fetch, or leaves a limited budget (as in
+      // TakeReadyLocked); under an unlimited one the group's charges leave together when
+      // it is used up.
+      if (tls_fetch != nullptr) {
+        const int64_t bytes = ResultBytes(r);
+        group_->reserved -= bytes;
+        tls_fetch->AddTransferred(bytes);
+      } else if (runtime_->memory().limit() > 0) {
+        const int64_t bytes = ResultBytes(r);
+        group_->reserved -= bytes;
+        runtime_->memory().Release(bytes);
+      }
+    } else if (r.ok()) {
+      continue;  // dropped (filter)
+    }
+    return std::move(r);
+  }
+  return std::nullopt;
+}
+
 void AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>> result) {
-  s->result = std::move(result);
   s->done = true;
   starving_.store(false, std::memory_order_relaxed);  // something is ready now
   s->unit.inputs.clear();
   s->unit.output = Element();
-  const int64_t bytes =
-      s->result.ok() && s->result->has_value() ? ElementBytes(**s->result) : 0;
+  int64_t bytes = 0;
+  int64_t largest = -1;  // the largest element's bytes; -1: no element
+  if (grouped_) {
+    // The group's results (RunGroup), or its input error alone; each charged its bytes.
+    if (s->results.empty()) s->results.push_back(std::move(s->input_error));
+    bytes = s->group_bytes;
+    largest = s->largest;
+  } else {
+    s->result = std::move(result);
+    bytes = s->result.ok() && s->result->has_value() ? ElementBytes(**s->result) : 0;
+    largest = s->result.ok() && s->result->has_value() ? bytes : -1;
+  }
   if (bytes > s->reserved) {
     runtime_->memory().ForceReserve(bytes - s->reserved);
   } else {
     runtime_->memory().Release(s->reserved - bytes);
   }
   s->reserved = bytes;
-  if (s->result.ok() && s->result->has_value() && bytes > estimate_) {
-    estimate_ = bytes;
+  if (largest > estimate_) {
+    estimate_ = largest;
     runner_cv_.SignalAll();  // it may be waiting for the first size
   }
   consumer_cv_.SignalAll();
@@ -675,6 +842,8 @@ std::unique_ptr<AsyncBufferIterator::Slot> AsyncBufferIterator::TakeReadyLocked(
   }
   std::unique_ptr<Slot> s = std::move(*it);
   slots_.erase(it);
+  runner_cv_.SignalAll();
+  if (grouped_) return s;  // its results' charges move on one by one (TakeFromGroup)
   // Handing the element to a buffer's fetch moves its charge along; otherwise it leaves
   // the budget here.
   if (tls_fetch != nullptr) {
@@ -683,7 +852,6 @@ std::unique_ptr<AsyncBufferIterator::Slot> AsyncBufferIterator::TakeReadyLocked(
     runtime_->memory().Release(s->reserved);
   }
   s->reserved = 0;
-  runner_cv_.SignalAll();
   return s;
 }
 
@@ -691,7 +859,7 @@ void AsyncBufferIterator::PublishGaugesLocked() {
   int64_t bytes = 0, ready = 0;
   for (const auto& s : slots_) {
     bytes += s->reserved;
-    ready += s->done ? 1 : 0;
+    ready += !s->done ? 0 : grouped_ ? static_cast<int64_t>(s->results.size()) : 1;
   }
   RecordBuffered(bytes, ready);
 }
@@ -736,6 +904,10 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
 }
 
 Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
+  // The consumer's group, without a lock (see "Groups").
+  if (group_ != nullptr && !cancel_requested_.load(std::memory_order_relaxed)) {
+    if (auto r = TakeFromGroup()) return std::move(*r);
+  }
   // The lock-free inline path (see the header): this thread owns the input while no runner
   // runs and nothing is buffered, which only this thread can change.
   if (inline_owned_ && inline_mode() && !cancel_requested_.load(std::memory_order_relaxed)) {
@@ -745,10 +917,37 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
   MutexLock l(&mu_);
   runner_started_ = true;
   while (true) {
+    if (group_ != nullptr) {
+      // Used up (or cancelled): its elements leave the count, what it still holds the
+      // budget.
+      buffered_elements_ -= group_->elements;
+      runtime_->memory().Release(group_->reserved);
+      if (free_slots_.size() < kFreeSlots) {
+        // Kept for the runner's next group: its vectors keep their room.
+        group_->unit.inputs.clear();
+        group_->results.clear();
+        group_->input_error = Status::OK();
+        group_->reserved = 0;
+        group_->group_bytes = 0;
+        group_->largest = -1;
+        group_->elements = 1;
+        group_->done = false;
+        group_->parts = group_->parts_left = 0;
+        free_slots_.push_back(std::move(group_));
+      }
+      group_.reset();
+      runner_cv_.SignalAll();
+    }
     if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
     std::unique_ptr<Slot> s = TakeReadyLocked();
     if (s != nullptr) {
       PublishGaugesLocked();
+      if (grouped_) {
+        group_ = std::move(s);
+        group_next_ = 0;
+        if (auto r = TakeFromGroup()) return std::move(*r);
+        continue;  // every element dropped (filter)
+      }
       if (s->result.ok() && !s->result->has_value()) continue;  // dropped (filter)
       return std::move(s->result);
     }
@@ -803,13 +1002,29 @@ Status AsyncBufferIterator::SaveLocked(CheckpointWriter* w) const {
   if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
   w->WriteInt(prefix(), "input_end", input_end_ ? 1 : 0);
   w->WriteInt(prefix(), "next_position", next_position_);
-  // The ring (paused, and this is its consumer's thread) or the slots, oldest first.
-  const size_t n = ring_ != nullptr ? ring_->Size() : slots_.size();
+  // The ring (paused, and this is its consumer's thread) or the slots, oldest first;
+  // groups: the rest of the consumer's group (this is its thread), then every buffered
+  // group's results, one entry each.
+  std::vector<const Result<std::optional<Element>>*> entries;
+  if (ring_ != nullptr) {
+    for (size_t i = 0; i < ring_->Size(); ++i) entries.push_back(&ring_->Peek(i).result);
+  } else if (grouped_) {
+    if (group_ != nullptr) {
+      for (size_t i = group_next_; i < group_->results.size(); ++i) {
+        entries.push_back(&group_->results[i]);
+      }
+    }
+    for (const auto& s : slots_) {
+      for (const auto& r : s->results) entries.push_back(&r);
+    }
+  } else {
+    for (const auto& s : slots_) entries.push_back(&s->result);
+  }
+  const size_t n = entries.size();
   w->WriteInt(prefix(), "num_slots", static_cast<int64_t>(n));
   for (size_t i = 0; i < n; ++i) {
     const std::string key = "slot" + std::to_string(i);
-    const Result<std::optional<Element>>& r =
-        ring_ != nullptr ? ring_->Peek(i).result : slots_[i]->result;
+    const Result<std::optional<Element>>& r = *entries[i];
     if (!r.ok()) {
       w->WriteInt(prefix(), key + ".code", static_cast<int64_t>(r.status().code()));
       w->WriteString(prefix(), key + ".message", r.status().message());
@@ -886,7 +1101,9 @@ Status AsyncBufferIterator::RestoreInternal(const CheckpointReader& r) {
   for (const auto& s : slots_) {
     runtime_->memory().ForceReserve(s->reserved);
     if (s->reserved > 0) estimate_ = std::max(estimate_, s->reserved);
+    if (grouped_) s->results.push_back(std::move(s->result));  // one-element groups
   }
+  buffered_elements_ = grouped_ ? static_cast<int64_t>(slots_.size()) : 0;
   input_end_ = end != 0;
   next_position_ = next_position;
   PublishGaugesLocked();

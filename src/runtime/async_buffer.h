@@ -78,6 +78,38 @@
 // drains the ring first), cancellation and the stats gauges. A ring holds at most
 // kMaxRingSlots; a larger buffer (or a checkpoint with more elements) uses the slots.
 //
+// Groups (groupable processors: ParallelMap, ParallelFilter, MapAndFilter). Handing one
+// element to another thread through a slot costs a slot, a pool task, mutex round trips
+// and a wake (kHandoffNs); for cheap functions that is most of the time. So the runner
+// pulls a run of g input elements into one slot (a group), the group runs as one pool
+// task (its elements processed in order, each exactly as a one-element unit: own
+// FunctionContext position, own result), and the consumer takes the group's results one
+// by one from the slot it took, with no lock per element (it owns the slot, keeping a
+// cursor). The group size follows the measured work per element (wall time of a group's
+// task over its elements): g = clamp(kGroupTargetNs / work, 1, kMaxGroup), starting at 1
+// before the first measurement and at most doubling from one group to the next; slow
+// functions (work >= kGroupTargetNs) keep g = 1, so parallelism and latency are those of
+// one element per slot. A group's pull also ends when it has taken kGroupTargetNs (a slow
+// input never holds a group back long), at an input error (the error becomes the group's
+// last result; the elements before it are processed) or at the end of input. Used groups'
+// slots are kept for the runner's next groups (their vectors keep their room). What
+// stays: the order (deterministic: groups in input order, results in order inside each;
+// otherwise groups as they finish), errors (a failing element yields its error at its
+// position and the group goes on), the memory budget (each element reserves its estimate
+// before its fetch, a group stops growing when a reservation fails, an unknown size under
+// a limited budget keeps g = 1, an urgent unreserved fetch is a one-element group; each
+// result is charged its bytes until the consumer hands it out, or, under an unlimited
+// budget, until its group is used up), capacity (counted in elements: the slots hold at
+// most capacity x g elements while the capacity follows the parallelism (2 x parallelism
+// groups' worth: g elements per slot), at most `capacity` elements when it is set; the
+// consumer's group counts until it is used up; NodeStats' buffer_limit is that element
+// bound), checkpoints (Save writes the unconsumed results of the consumer's group, then
+// every buffered group's results, one entry per element, in order; Restore refills
+// one-element slots, so the restored iterator yields exactly the same sequence),
+// cancellation, inline mode (untouched: it has no slots) and the stats plane (a group is
+// one pool task; its CPU is the op's, its elements are counted as they are returned;
+// gauges count elements).
+//
 // Thread-safety: GetNext/Save/Restore from one thread at a time (IteratorBase contract);
 // Cancel and stats from any thread. Internal state is GUARDED_BY(mu_), except the ring
 // (SpscRing's own contract) and the atomics.
@@ -142,6 +174,10 @@ class UnitProcessor {
   // unit, no parts, Finish moves inputs[0] out). Such an op's async path hands elements
   // over through a lock-free ring (see "Ring" in AsyncBufferIterator).
   virtual bool passthrough() const { return false; }
+  // True for element-wise processors (one input per unit, one part, Finish yields that
+  // input's output or drops it: map, filter). Their async path groups units (see "Groups"
+  // in AsyncBufferIterator). ProcessPart and Finish must not depend on other units.
+  virtual bool groupable() const { return false; }
 };
 
 struct AsyncBufferOptions {
@@ -177,6 +213,12 @@ class AsyncBufferIterator final : public IteratorBase {
   // elements the ring's runner fetches per lock.
   static constexpr int64_t kMaxRingSlots = 4096;
   static constexpr int64_t kRingRun = 64;
+  // Groups (see "Groups"): the work a group aims to carry, a few handoffs' worth, and the
+  // most elements in one group.
+  static constexpr int64_t kGroupTargetNs = 4 * kHandoffNs;
+  static constexpr int64_t kMaxGroup = 256;
+  // The group size the runner uses next (1 before the first measurement); for tests.
+  int64_t group_size() const { return group_size_.load(std::memory_order_relaxed); }
 
   // Tunables (thread-safe; take effect at once).
   void set_parallelism(int64_t p);
@@ -202,6 +244,13 @@ class AsyncBufferIterator final : public IteratorBase {
     bool done = false;
     Result<std::optional<Element>> result{std::nullopt};
     int64_t reserved = 0;  // bytes reserved in the budget for this slot
+    // Groups: one result per input element (unit.inputs), then the input error that ended
+    // the pull, if any; `elements` counts against the capacity.
+    std::vector<Result<std::optional<Element>>> results;
+    Status input_error;
+    int64_t elements = 1;
+    int64_t group_bytes = 0;  // the results' bytes, and the largest result's (-1: none)
+    int64_t largest = -1;
   };
   struct Part {
     Slot* slot;
@@ -245,6 +294,22 @@ class AsyncBufferIterator final : public IteratorBase {
   std::vector<Part> TakePartsToStart() REQUIRES(mu_);
   void Schedule(std::vector<Part> parts) EXCLUDES(mu_);
   void RunPart(Part p) EXCLUDES(mu_);
+  // A group's task body (pool thread): fills p.slot->results and measures the work.
+  void RunGroup(Slot* s);
+  // Whether the slots have room for another unit (groups: elements).
+  bool HasRoomLocked() const REQUIRES(mu_);
+  // A result's charge: its element's bytes (the processor's static size when known).
+  int64_t ResultBytes(const Result<std::optional<Element>>& r) const;
+  // The most elements the slots may hold (groups).
+  int64_t ElementLimit() const;
+  // Pulls a group's further elements (after the first) without mu_: each reserves
+  // `estimate` (>= 0) first; stops at `want`, an error, the end, a failed reservation or
+  // kGroupTargetNs. Adds what it reserved to *reserved.
+  void PullGroupRest(Slot* s, int64_t want, int64_t estimate, int64_t start_ns,
+                     Status* error, bool* end, int64_t* reserved) EXCLUDES(mu_);
+  // The next result of the consumer's group (group_), handing its charge on; nullopt
+  // when the group is used up. GetNext's thread only, no lock.
+  std::optional<Result<std::optional<Element>>> TakeFromGroup();
   // Marks a slot done with its result and settles its reservation.
   void CompleteLocked(Slot* s, Result<std::optional<Element>> result) REQUIRES(mu_);
   // Takes a ready slot (deterministic: only the oldest), or null.
@@ -319,6 +384,21 @@ class AsyncBufferIterator final : public IteratorBase {
   bool inline_owned_ = false;
   // Set first thing by Cancel: the lock-free inline path checks it.
   std::atomic<bool> cancel_requested_{false};
+  // Groups (see "Groups"). grouped_ is set by Initialize.
+  bool grouped_ = false;
+  int64_t static_bytes_ = -1;  // processor_->StaticOutputBytes()
+  // Elements in slots_ and in group_ (counted against ElementLimit).
+  int64_t buffered_elements_ GUARDED_BY(mu_) = 0;
+  // The group GetNext's thread is handing out and its cursor (that thread only).
+  std::unique_ptr<Slot> group_;
+  size_t group_next_ = 0;
+  // Used groups' slots, kept for the runner's next groups (at most kFreeSlots).
+  static constexpr size_t kFreeSlots = 8;
+  std::vector<std::unique_ptr<Slot>> free_slots_ GUARDED_BY(mu_);
+  // Measured wall ns per element (EWMA over groups; -1 before the first) and the next
+  // group's size.
+  std::atomic<int64_t> work_ns_{-1};
+  std::atomic<int64_t> group_size_{1};
 };
 
 // FetchScope: marks the current thread as fetching one unit for a buffer, for the memory

@@ -37,6 +37,7 @@ class FilterProcessor final : public UnitProcessor {
     return std::optional<Element>(std::move(u->inputs[0]));
   }
   int64_t StaticOutputBytes() const override { return static_bytes_; }
+  bool groupable() const override { return true; }
 
  private:
   const Function predicate_;

@@ -1,0 +1,200 @@
+// Grouped units of element-wise async ops (src/runtime/async_buffer.h, "Groups"): cheap
+// work crosses threads in groups, slow work one element per slot, and the order, errors,
+// checkpoints, the memory budget and non-deterministic mode keep their contracts.
+//
+// A group size above 1 shows in the stats plane: while the capacity follows the
+// parallelism, the buffer's limit counts elements, capacity x group size.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "api/dataset_internal.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+namespace {
+
+Function Identity() {
+  return Function::Map("identity", [](Element e, FunctionContext&) -> Result<Element> {
+    return e;
+  });
+}
+
+// Fails for every input that is a multiple of `every` (not 0).
+Function FailEvery(int64_t every) {
+  return Function::Map("fail_every",
+                       [every](Element e, FunctionContext&) -> Result<Element> {
+    const int64_t v = e[0].scalar<int64_t>();
+    if (v > 0 && v % every == 0) return DataLossError("bad element " + std::to_string(v));
+    return e;
+  });
+}
+
+Options TwoCores() {
+  Options rt;
+  rt.autotune.cpu_budget = 2;
+  return rt;
+}
+
+// The ParallelMap's (or ParallelFilter's) stats.
+IteratorStats OpStats(Iterator* it, const std::string& name) {
+  for (const IteratorStats& s : it->Stats()) {
+    if (s.name == name) return s;
+  }
+  ADD_FAILURE() << "no " << name << " in the stats";
+  return {};
+}
+
+// Each result as its value, or -1000000 - (the error's number) for an error.
+std::vector<int64_t> Drain(Iterator* it, int64_t limit = -1) {
+  std::vector<int64_t> out;
+  while (limit < 0 || static_cast<int64_t>(out.size()) < limit) {
+    auto e = it->GetNext();
+    if (!e.ok()) {
+      const std::string m(e.status().message());
+      const size_t at = m.find("bad element ");
+      EXPECT_NE(at, std::string::npos) << e.status();
+      out.push_back(-1000000 - std::stoll(m.substr(at + 12)));
+      continue;
+    }
+    if (!*e) break;
+    out.push_back((**e)[0].scalar<int64_t>());
+  }
+  return out;
+}
+
+std::vector<int64_t> Expected(int64_t n, int64_t fail_every) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) {
+    v.push_back(fail_every > 0 && i > 0 && i % fail_every == 0 ? -1000000 - i : i);
+  }
+  return v;
+}
+
+TEST(GroupedUnits, GroupsFormForCheapWork) {
+  auto it = MakeIteratorAsBuilt(Dataset::Range(20000).Map(Identity(), 2), TwoCores());
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ(Drain(it->get()), Expected(20000, 0));
+  const IteratorStats s = OpStats(it->get(), "ParallelMap");
+  EXPECT_EQ(s.parallelism, 2);
+  // Capacity 4 (2 x parallelism) groups of at least 8 elements.
+  EXPECT_GE(s.buffer_limit, 4 * 8) << "no groups formed";
+  EXPECT_LE(s.buffer_limit, 4 * 256);
+}
+
+TEST(GroupedUnits, SlowWorkKeepsOneElementPerSlot) {
+  Function slow = Function::Map("slow",
+                                [](Element e, FunctionContext&) -> Result<Element> {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    return e;
+  });
+  auto it = MakeIteratorAsBuilt(Dataset::Range(200).Map(slow, 2), TwoCores());
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ(Drain(it->get()), Expected(200, 0));
+  EXPECT_EQ(OpStats(it->get(), "ParallelMap").buffer_limit, 4);
+}
+
+TEST(GroupedUnits, FunctionErrorsInsideGroupsKeepTheirPositions) {
+  // Errors at every 97th element fall inside groups: each yields the elements before it,
+  // its error, then the rest, exactly as the sequential map.
+  auto it = MakeIteratorAsBuilt(Dataset::Range(20000).Map(FailEvery(97), 2), TwoCores());
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ(Drain(it->get()), Expected(20000, 97));
+  EXPECT_GE(OpStats(it->get(), "ParallelMap").buffer_limit, 4 * 8) << "no groups formed";
+}
+
+TEST(GroupedUnits, InputErrorsEndAGroupAndTheStreamGoesOn) {
+  // The errors come from the input (a sequential map): an error ends the group being
+  // pulled, after the elements before it, and takes no position.
+  auto it = MakeIteratorAsBuilt(
+      Dataset::Range(20000).Map(FailEvery(101)).Map(Identity(), 2), TwoCores());
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ(Drain(it->get()), Expected(20000, 101));
+  EXPECT_GE(OpStats(it->get(), "ParallelMap").buffer_limit, 4 * 8) << "no groups formed";
+}
+
+TEST(GroupedUnits, SaveAndRestoreMidGroupAreExact) {
+  const Dataset ds = Dataset::Range(20000).Map(FailEvery(89), 2);
+  const std::vector<int64_t> all = Expected(20000, 89);
+  for (int64_t at : {1001, 5003, 12345}) {
+    auto a = MakeIteratorAsBuilt(ds, TwoCores());
+    ASSERT_TRUE(a.ok());
+    std::vector<int64_t> got = Drain(a->get(), at);
+    // Groups were in flight: the checkpoint holds part of a group and whole ones.
+    ASSERT_GE(OpStats(a->get(), "ParallelMap").buffer_limit, 4 * 8) << "no groups formed";
+    auto ckpt = (*a)->Save();
+    ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+    // The saved iterator goes on unchanged...
+    std::vector<int64_t> rest_a = Drain(a->get());
+    // ...and a restored one yields exactly the same rest.
+    auto b = MakeIteratorAsBuilt(ds, TwoCores());
+    ASSERT_TRUE(b.ok());
+    ASSERT_TRUE((*b)->Restore(*ckpt).ok());
+    std::vector<int64_t> rest_b = Drain(b->get());
+    EXPECT_EQ(rest_a, rest_b) << "at " << at;
+    got.insert(got.end(), rest_b.begin(), rest_b.end());
+    EXPECT_EQ(got, all) << "at " << at;
+  }
+}
+
+TEST(GroupedUnits, MemoryBudgetBoundsGroupedBytes) {
+  // 4 KiB elements from a cheap map: groups form, but the 64 KiB budget holds.
+  const int64_t kElem = 4 << 10;
+  Function make = Function::Map(
+      "make",
+      [](Element e, FunctionContext&) -> Result<Element> {
+        return Element{Tensor::Zeros(DType::kUInt8, Shape({4 << 10}))};
+      },
+      {}, [](const ElementSpec&) -> Result<ElementSpec> {
+        return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({4 << 10})}}};
+      });
+  Options rt = TwoCores();
+  rt.autotune.ram_budget = 64 << 10;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(20000).Map(make, 2), rt);
+  ASSERT_TRUE(it.ok());
+  int64_t n = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+    ++n;
+    if (n % 2000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(n, 20000);
+  PipelineStats s = (*it)->Snapshot();
+  EXPECT_LE(s.peak_buffered_bytes, rt.autotune.ram_budget);
+  EXPECT_EQ(s.budget_overshoot_bytes, 0);
+  EXPECT_GE(s.peak_buffered_bytes, 4 * kElem);  // the buffer did fill up
+  EXPECT_GE(OpStats(it->get(), "ParallelMap").buffer_limit, 4 * 2) << "no groups formed";
+}
+
+TEST(GroupedUnits, NonDeterministicModeYieldsTheSameMultiset) {
+  for (const char* op : {"ParallelMap", "ParallelFilter"}) {
+    const bool filter = std::string(op) == "ParallelFilter";
+    Function even = Function::Predicate(
+        "even", [](const Element& e, FunctionContext&) -> Result<bool> {
+          return e[0].scalar<int64_t>() % 2 == 0;
+        });
+    Dataset ds = filter ? Dataset::Range(20000).Filter(even, 2, /*deterministic=*/false)
+                        : Dataset::Range(20000).Map(FailEvery(97), 2,
+                                                    /*deterministic=*/false);
+    auto it = MakeIteratorAsBuilt(ds, TwoCores());
+    ASSERT_TRUE(it.ok());
+    std::vector<int64_t> got = Drain(it->get());
+    std::vector<int64_t> want;
+    if (filter) {
+      for (int64_t i = 0; i < 20000; i += 2) want.push_back(i);
+    } else {
+      want = Expected(20000, 97);
+    }
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << op;
+    EXPECT_GE(OpStats(it->get(), op).buffer_limit, 4 * 8) << op << ": no groups formed";
+  }
+}
+
+}  // namespace
+}  // namespace sluice
