@@ -119,6 +119,27 @@ TEST(AnalysisTest, RandomnessPropagatesUpward) {
   EXPECT_LT(a->nodes[6].materialized_bytes, 0);
 }
 
+// A cache under a Repeat is rebuilt every epoch (here every 16 elements, thousands of
+// times a second): the stats plane keeps each node's totals across its iterators, so the
+// trace sees every element the cache served (visit ratio 1, not the last iterator's
+// share) and its CPU per element is that of one read from memory.
+TEST(AnalysisTest, CacheRebuiltByRepeatHasVisitRatioOne) {
+  Dataset ds = Dataset::Range(16).Map(BurnFunction("burn", 20000)).Cache().Repeat(-1);
+  auto t = TracePipeline(ds, Quick(0.3));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto a = Analyze(*t);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_EQ(a->root, 3);
+  ASSERT_EQ(t->nodes[2].op, "Cache");
+  EXPECT_NEAR(a->nodes[3].visit_ratio, 1.0, 1e-9);
+  EXPECT_NEAR(a->nodes[2].visit_ratio, 1.0, 1e-6);
+  EXPECT_GT(t->nodes[3].elements, 10 * 16);  // many epochs in the window
+  // The filled cache does not call the map again.
+  EXPECT_LT(a->nodes[1].visit_ratio, 0.01);
+  // A memory cache read: well under the map's 20 us.
+  EXPECT_LT(a->nodes[2].cpu_ns_per_root, 2000);
+}
+
 // The stats plane's estimate of a timed call carries one clock read. Where a synchronous
 // node's timed input calls are subtracted one per element (a map) it cancels; a source,
 // a node whose input was not called (a full cache) and an async node keep it, and the
