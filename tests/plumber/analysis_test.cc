@@ -177,6 +177,34 @@ TEST(AnalysisTest, ClockReadIsTakenOffWhereNoInputCallCancelsIt) {
   EXPECT_NEAR(a->framework_ns_per_root, (10000000 - 2352000) / roots, 1);
 }
 
+// The tracer times each root GetNext with one more clock read than an untraced consumer
+// makes; that read (machine.clock_ns) is the tracer's, not the pipeline's framework cost.
+TEST(AnalysisTest, TracersClockReadIsNotFrameworkCost) {
+  Trace t;
+  t.duration_ns = 1000000000;
+  t.machine.cores = 2;
+  TraceNode n;
+  n.id = 0;
+  n.op = n.name = "Range";
+  n.elements = n.total_elements = 1000;
+  n.cpu_ns = 20000;
+  n.cardinality = kInfiniteCardinality;
+  t.nodes.push_back(n);
+  t.process_cpu_ns = 100000;  // 100 ns per element, 20 of them the Range's
+  auto before = Analyze(t);
+  ASSERT_TRUE(before.ok());
+  EXPECT_NEAR(before->framework_ns_per_root, 80, 1e-9);
+  t.machine.clock_ns = 25;
+  auto after = Analyze(t);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NEAR(after->framework_ns_per_root, 55, 1e-9);
+  // Never below zero.
+  t.machine.clock_ns = 500;
+  auto floor = Analyze(t);
+  ASSERT_TRUE(floor.ok());
+  EXPECT_EQ(floor->framework_ns_per_root, 0);
+}
+
 // The CPU share is that of the threads that did the work: a bottleneck thread that ran
 // 0.9 of the time it was runnable, beside five workers woken per element (each wake-up
 // waits in the run queue: run 1/5 of their runnable time), reads 0.9, not 0.65.
