@@ -3,7 +3,9 @@
 // once, and its parent's exclusive CPU stays the parent's.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
 
 #include "api/dataset_internal.h"
 #include "runtime/node_stats.h"
@@ -100,6 +102,36 @@ TEST(RetiredStats, CountersOnlyGrowAcrossRebuilds) {
     window.Reset(now);
   }
   EXPECT_EQ(last, 60);
+}
+
+TEST(RetiredStats, ConcurrentSnapshotsNeverSeeACounterGoBack) {
+  // A sampler snapshots while the consumer rebuilds the map's and range's iterators every
+  // 3 elements (and a prefetch's thread drives them): an iterator is counted live or
+  // retired, never both nor neither, so every node's count only grows.
+  auto it = MakeIteratorAsBuilt(Dataset::Range(3).Map(Burner(0)).Repeat(-1).Prefetch(2), {});
+  ASSERT_TRUE(it.ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> backwards{0}, snapshots{0};
+  std::thread sampler([&] {
+    std::map<std::string, int64_t> last;
+    while (!stop.load()) {
+      for (const auto& [op, s] : ByOp((*it)->Snapshot())) {
+        if (s.elements_produced < last[op]) backwards.fetch_add(1);
+        last[op] = std::max(last[op], s.elements_produced);
+      }
+      snapshots.fetch_add(1);
+    }
+  });
+  Drain(it->get(), 30000);
+  stop.store(true);
+  sampler.join();
+  EXPECT_GT(snapshots.load(), 10);
+  EXPECT_EQ(backwards.load(), 0);
+  auto ops = ByOp((*it)->Snapshot());
+  EXPECT_GE(ops["Map"].elements_produced, 30000);
+  // The prefetch's thread may be between the range's element and the map's.
+  EXPECT_GE(ops["Range"].elements_produced, ops["Map"].elements_produced);
+  EXPECT_LE(ops["Range"].elements_produced, ops["Map"].elements_produced + 1);
 }
 
 TEST(RetiredStats, SharedNodeRowsSumToTheNodesTotals) {
