@@ -203,6 +203,14 @@ TEST(AnalysisTest, TracersClockReadIsNotFrameworkCost) {
   auto floor = Analyze(t);
   ASSERT_TRUE(floor.ok());
   EXPECT_EQ(floor->framework_ns_per_root, 0);
+  // Where the operators' sampled CPU adds up to all the process's, they are scaled down
+  // to the pipeline's share: the read is taken off them, not left in.
+  t.machine.clock_ns = 25;
+  t.nodes[0].cpu_ns = 100000;
+  auto scaled = Analyze(t);
+  ASSERT_TRUE(scaled.ok());
+  EXPECT_NEAR(scaled->nodes[0].cpu_ns_per_root, 75, 1e-9);
+  EXPECT_NEAR(scaled->framework_ns_per_root, 0, 1e-9);
 }
 
 // The CPU share is that of the threads that did the work: a bottleneck thread that ran
