@@ -63,6 +63,11 @@ struct MachineFacts {
   // plane times a sampled call between two reads, so each call's estimate carries about
   // one read; the analysis takes it off where no timed input call cancels it. 0: unknown.
   double timer_ns = 0;
+  // CPU of one read of the monotonic clock (ns), measured by a calibration loop. The
+  // tracer reads it once per root element to time the pipeline's GetNext (consumer_ns),
+  // a read an untraced consumer does not make; the analysis takes it off the framework
+  // cost. 0: unknown.
+  double clock_ns = 0;
 };
 
 // One node of the traced graph with its counters over the traced window. Iterators of

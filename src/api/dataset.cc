@@ -619,12 +619,18 @@ Status Iterator::Restore(std::string_view checkpoint) try {
     }
   }
   SLUICE_ASSIGN_OR_RETURN(int64_t instance, r.ReadInt(kRootPrefix, "instance"));
-  // Rebuild the tree with the saved instance so per-iteration seeds match.
-  SLUICE_ASSIGN_OR_RETURN(IteratorPtr root,
-                          impl_->dataset->MakeIterator(
-                              RootContext(instance, impl_->runtime.get(), impl_->splits),
-                              std::string(kRootPrefix)));
-  SLUICE_RETURN_IF_ERROR(root->Restore(r));
+  // Rebuild the tree with the saved instance so per-iteration seeds match. The new tree
+  // counts from zero: its iterators get fresh node totals (the old tree keeps its own).
+  std::shared_ptr<NodeTotalsTable> old_totals = impl_->runtime->SwapNodeTotals(nullptr);
+  Result<IteratorPtr> made = impl_->dataset->MakeIterator(
+      RootContext(instance, impl_->runtime.get(), impl_->splits), std::string(kRootPrefix));
+  Status restored = made.ok() ? (*made)->Restore(r) : made.status();
+  if (!restored.ok()) {
+    made = IteratorPtr();  // the failed tree goes first, with its table
+    impl_->runtime->SwapNodeTotals(std::move(old_totals));  // the old tree's iterators
+    return restored;
+  }
+  IteratorPtr root = std::move(made).value();
   {
     std::lock_guard<std::mutex> l(impl_->calls->root_mu);
     impl_->root->Cancel();

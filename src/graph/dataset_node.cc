@@ -44,6 +44,10 @@ Result<IteratorPtr> DatasetNode::MakeIterator(const IteratorContext& ctx,
   SLUICE_ASSIGN_OR_RETURN(IteratorPtr it, MakeIteratorInternal(ctx, prefix));
   const Runtime* rt = ctx.runtime();
   it->node_id_ = rt->NodeId(this);
+  if (it->node_id_ >= 0) {
+    it->totals_table_ = rt->node_totals();
+    it->totals_ = it->totals_table_ != nullptr ? it->totals_table_->at(it->node_id_) : nullptr;
+  }
   SpanRecorder* spans = rt->span_recorder();
   if (spans != nullptr) {
     it->spans_ = spans->Wants(prefix, parent_op) ? spans : nullptr;

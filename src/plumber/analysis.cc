@@ -75,16 +75,20 @@ Result<Analysis> Analyze(const Trace& trace) {
                   x.materialized_bytes >= 0 && n.id != a.root;
     op_cpu += cpu;
   }
+  // The tracer's consumer loop reads the clock once per root element to time GetNext, a
+  // read an untraced consumer does not make: the pipeline's CPU is the process's less it.
+  const double pipeline_cpu = std::max(
+      0.0, static_cast<double>(trace.process_cpu_ns) - trace.machine.clock_ns * re);
   // The operators' CPU is estimated from sampled calls; the process's is exact. When the
-  // estimates add up to more than the process used, scale them down to it.
-  if (trace.process_cpu_ns > 0 && op_cpu > trace.process_cpu_ns) {
-    a.cpu_scale = trace.process_cpu_ns / op_cpu;
+  // estimates add up to more than the pipeline used, scale them down to it.
+  if (pipeline_cpu > 0 && op_cpu > pipeline_cpu) {
+    a.cpu_scale = pipeline_cpu / op_cpu;
     for (NodeAnalysis& x : a.nodes) {
       x.cpu_ns_per_root *= a.cpu_scale;
       x.rate_per_core /= a.cpu_scale;
       x.utilization *= a.cpu_scale;
     }
-    op_cpu = static_cast<double>(trace.process_cpu_ns);
+    op_cpu = pipeline_cpu;
   }
   // A cache pays only where the data is read again: below a Repeat, and not already
   // below a Cache.
@@ -105,7 +109,7 @@ Result<Analysis> Analyze(const Trace& trace) {
   const double read_bps = trace.window_file_bytes * 1e9 / dur;
   a.disk_utilization =
       trace.machine.parallel_read_bps > 0 ? read_bps / trace.machine.parallel_read_bps : 0;
-  a.framework_ns_per_root = std::max(0.0, (trace.process_cpu_ns - op_cpu) / re);
+  a.framework_ns_per_root = std::max(0.0, (pipeline_cpu - op_cpu) / re);
   // Charged per element each node produces (handoffs between iterators, the stats
   // plane), so a cache that removes nodes removes their share.
   double visits = 0;

@@ -185,6 +185,14 @@ double MeasureTimerNs() {
   return static_cast<double>(last - start) / kN;
 }
 
+double MeasureClockNs() {
+  constexpr int kN = 20000;
+  volatile int64_t sink = 0;
+  const int64_t start = ThreadCpuNs();
+  for (int i = 0; i < kN; ++i) sink = Clock::now().time_since_epoch().count();
+  return static_cast<double>(ThreadCpuNs() - start) / kN;
+}
+
 }  // namespace
 
 // Run time and run-queue wait (ns) of each thread of this process.
@@ -421,6 +429,7 @@ Result<Trace> TracePipeline(const Dataset& ds, const TraceOptions& opts) {
   m.cpu_availability = availability;
   m.handoff_ns = MeasureHandoffNs();
   m.timer_ns = MeasureTimerNs();
+  m.clock_ns = MeasureClockNs();
   if (opts.measure_bandwidth && !trace.file_bytes_read.empty()) {
     std::vector<std::string> files;
     for (const auto& [path, bytes] : trace.file_bytes_read) files.push_back(path);
@@ -446,7 +455,8 @@ std::string TraceToJson(const Trace& t) {
                   {"parallel_readers", t.machine.parallel_readers},
                   {"cpu_availability", t.machine.cpu_availability},
                   {"handoff_ns", t.machine.handoff_ns},
-                  {"timer_ns", t.machine.timer_ns}};
+                  {"timer_ns", t.machine.timer_ns},
+                  {"clock_ns", t.machine.clock_ns}};
   j["duration_ns"] = t.duration_ns;
   j["process_cpu_ns"] = t.process_cpu_ns;
   j["consumer_ns"] = t.consumer_ns;
@@ -508,6 +518,10 @@ Result<Trace> TraceFromJson(std::string_view text, std::string_view source) {
     t.machine.cpu_availability = m.value("cpu_availability", 1.0);
     t.machine.handoff_ns = m.value("handoff_ns", 0.0);
     t.machine.timer_ns = m.value("timer_ns", 0.0);
+    t.machine.clock_ns = m.value("clock_ns", 0.0);
+    if (!(t.machine.clock_ns >= 0 && t.machine.clock_ns < 1e6)) {
+      return DataLossError(std::string(source) + ": machine.clock_ns out of [0, 1e6)");
+    }
     if (!(t.machine.cpu_availability > 0 && t.machine.cpu_availability <= 1)) {
       return DataLossError(std::string(source) + ": machine.cpu_availability out of (0, 1]");
     }

@@ -20,8 +20,22 @@ void IteratorDeleter::operator()(IteratorBase* it) const {
 }
 
 void IteratorBase::DetachFromParent() {
-  if (parent_ != nullptr) parent_->Unlink(this);
+  if (parent_ != nullptr) {
+    parent_->Unlink(this);
+  } else {
+    RetireTree();  // the root, or an iterator whose parent went first
+  }
   parent_ = nullptr;
+}
+
+void IteratorBase::RetireTree() const {
+  if (!retired_.exchange(true, std::memory_order_relaxed) && totals_ != nullptr) {
+    IteratorStats row;
+    FillCounters(&row);
+    totals_->Retire(row);
+  }
+  MutexLock l(&children_mu_);
+  for (const IteratorBase* c : children_) c->RetireTree();
 }
 
 IteratorBase::~IteratorBase() {
@@ -38,7 +52,9 @@ void IteratorBase::Link(IteratorBase* child) const {
 
 void IteratorBase::Unlink(IteratorBase* child) const {
   MutexLock l(&children_mu_);
-  // The child's totals stay with the parent (consumed counts, exclusive CPU).
+  // The child's own counts go to its node's totals; the parent keeps what its own row
+  // needs (consumed counts, the inclusive CPU it subtracts).
+  child->RetireTree();
   NodeStats& cs = child->stats_;
   stats_.dead_children_produced.fetch_add(cs.elements_produced.load(std::memory_order_relaxed),
                                           std::memory_order_relaxed);
@@ -146,7 +162,37 @@ Result<IteratorPtr> IteratorBase::MakeInput(const IteratorContext& ctx,
   return MakeChild(node_->input(i), ctx, std::to_string(i));
 }
 
+void IteratorBase::FillCounters(IteratorStats* s) const {
+  const auto get = [](const std::atomic<int64_t>& a) { return a.load(std::memory_order_relaxed); };
+  s->elements_produced = get(stats_.elements_produced);
+  s->elements_skipped = get(stats_.elements_skipped);
+  s->wall_ns = stats_.EstimatedWallNs();
+  s->bytes_produced = stats_.EstimatedBytesProduced();
+  s->file_bytes_read = get(stats_.file_bytes_read);
+  int64_t consumed = get(stats_.dead_children_produced);
+  int64_t bytes_in = get(stats_.dead_children_bytes);
+  int64_t children_cpu = get(stats_.dead_children_cpu_ns);
+  {
+    MutexLock l(&children_mu_);
+    for (const IteratorBase* c : children_) {
+      consumed += get(c->stats_.elements_produced);
+      bytes_in += c->stats_.EstimatedBytesProduced();
+      children_cpu += c->stats_.EstimatedInclusiveCpuNs();
+    }
+  }
+  s->elements_consumed = consumed;
+  s->bytes_consumed = bytes_in;
+  int64_t cpu = stats_.EstimatedInclusiveCpuNs() - (async() ? 0 : children_cpu);
+  s->cpu_ns = std::max<int64_t>(cpu, 0) + stats_.EstimatedTaskCpuNs();
+}
+
 void IteratorBase::CollectStats(std::vector<IteratorStats>* out, int parent) const {
+  std::unordered_set<int64_t> seen;
+  CollectStats(out, parent, &seen);
+}
+
+void IteratorBase::CollectStats(std::vector<IteratorStats>* out, int parent,
+                                std::unordered_set<int64_t>* seen) const {
   const int self = static_cast<int>(out->size());
   {
     IteratorStats s;
@@ -158,34 +204,17 @@ void IteratorBase::CollectStats(std::vector<IteratorStats>* out, int parent) con
     s.parent = parent;
     s.async = async();
     const auto get = [](const std::atomic<int64_t>& a) { return a.load(std::memory_order_relaxed); };
-    s.elements_produced = get(stats_.elements_produced);
-    s.elements_skipped = get(stats_.elements_skipped);
-    s.wall_ns = stats_.EstimatedWallNs();
-    s.bytes_produced = stats_.EstimatedBytesProduced();
     s.buffered_bytes = get(stats_.buffered_bytes);
     s.buffered_elements = get(stats_.buffered_elements);
     s.buffer_limit = get(stats_.buffer_limit);
     s.parallelism = get(stats_.parallelism);
-    s.file_bytes_read = get(stats_.file_bytes_read);
+    FillCounters(&s);
+    // Read under the parent's child-list lock (the caller's), as iterators retire.
+    if (totals_ != nullptr && seen->insert(node_id_).second) totals_->AddTo(&s);
     out->push_back(std::move(s));
   }
-  int64_t consumed = stats_.dead_children_produced.load(std::memory_order_relaxed);
-  int64_t bytes_in = stats_.dead_children_bytes.load(std::memory_order_relaxed);
-  int64_t children_cpu = stats_.dead_children_cpu_ns.load(std::memory_order_relaxed);
-  {
-    MutexLock l(&children_mu_);
-    for (const IteratorBase* c : children_) {
-      consumed += c->stats_.elements_produced.load(std::memory_order_relaxed);
-      bytes_in += c->stats_.EstimatedBytesProduced();
-      children_cpu += c->stats_.EstimatedInclusiveCpuNs();
-      c->CollectStats(out, self);
-    }
-  }
-  IteratorStats& s = (*out)[self];
-  s.elements_consumed = consumed;
-  s.bytes_consumed = bytes_in;
-  int64_t cpu = stats_.EstimatedInclusiveCpuNs() - (async() ? 0 : children_cpu);
-  s.cpu_ns = std::max<int64_t>(cpu, 0) + stats_.EstimatedTaskCpuNs();
+  MutexLock l(&children_mu_);
+  for (const IteratorBase* c : children_) c->CollectStats(out, self, seen);
 }
 
 Status UnaryIterator::Initialize(const IteratorContext& ctx) {

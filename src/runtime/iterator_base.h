@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/mutex.h"
@@ -118,7 +119,8 @@ class IteratorBase {
   NodeStats& stats() { return stats_; }
   const NodeStats& stats() const { return stats_; }
   // This iterator's stats and its live descendants', pre-order; `parent` is the index of
-  // this iterator's parent in *out.
+  // this iterator's parent in *out. The first row of each graph node includes the totals
+  // of the node's retired iterators (NodeTotals, runtime/node_stats.h).
   void CollectStats(std::vector<IteratorStats>* out, int parent = -1) const;
 
   // Stops background work and wakes blocked calls (which return Cancelled), in this
@@ -201,11 +203,22 @@ class IteratorBase {
   friend class DatasetNode;
   void Link(IteratorBase* child) const;
   void Unlink(IteratorBase* child) const;
+  // This iterator's counters (its row less the tree fields and gauges), its live
+  // children's counts and CPU included in what it consumed and subtracted.
+  void FillCounters(IteratorStats* s) const;
+  void CollectStats(std::vector<IteratorStats>* out, int parent,
+                    std::unordered_set<int64_t>* seen) const;
+  // Adds this iterator's counters and its live descendants' to their nodes' totals, once.
+  void RetireTree() const;
 
   DatasetPtr node_;
   std::string prefix_;
   // Set by DatasetNode::MakeIterator from the pipeline's Runtime.
   int64_t node_id_ = -1;
+  // The node's retired totals (null outside the graph) and the table that holds them.
+  std::shared_ptr<NodeTotalsTable> totals_table_;
+  NodeTotals* totals_ = nullptr;
+  mutable std::atomic<bool> retired_{false};
   SpanRecorder* spans_ = nullptr;       // GetNext spans
   SpanRecorder* work_spans_ = nullptr;  // pool work spans (span_recorder())
   // Span::cache of this iterator's spans (the recorder's per-iterator slot).

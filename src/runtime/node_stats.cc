@@ -79,6 +79,29 @@ int64_t NodeStats::EstimatedTaskCpuNs() const {
                task_calls.load(std::memory_order_relaxed));
 }
 
+void NodeTotals::Retire(const IteratorStats& row) {
+  iterators.fetch_add(1, std::memory_order_relaxed);
+  elements_produced.fetch_add(row.elements_produced, std::memory_order_relaxed);
+  elements_consumed.fetch_add(row.elements_consumed, std::memory_order_relaxed);
+  elements_skipped.fetch_add(row.elements_skipped, std::memory_order_relaxed);
+  cpu_ns.fetch_add(row.cpu_ns, std::memory_order_relaxed);
+  wall_ns.fetch_add(row.wall_ns, std::memory_order_relaxed);
+  bytes_produced.fetch_add(row.bytes_produced, std::memory_order_relaxed);
+  bytes_consumed.fetch_add(row.bytes_consumed, std::memory_order_relaxed);
+  file_bytes_read.fetch_add(row.file_bytes_read, std::memory_order_relaxed);
+}
+
+void NodeTotals::AddTo(IteratorStats* row) const {
+  row->elements_produced += elements_produced.load(std::memory_order_relaxed);
+  row->elements_consumed += elements_consumed.load(std::memory_order_relaxed);
+  row->elements_skipped += elements_skipped.load(std::memory_order_relaxed);
+  row->cpu_ns += cpu_ns.load(std::memory_order_relaxed);
+  row->wall_ns += wall_ns.load(std::memory_order_relaxed);
+  row->bytes_produced += bytes_produced.load(std::memory_order_relaxed);
+  row->bytes_consumed += bytes_consumed.load(std::memory_order_relaxed);
+  row->file_bytes_read += file_bytes_read.load(std::memory_order_relaxed);
+}
+
 int64_t StaticElementBytes(const ElementSpec& spec) {
   if (spec.unknown) return -1;
   // Past 2^62 bytes (a spec no element can fill; an IDX file of 0 rows may declare one)

@@ -19,7 +19,27 @@
 // estimated inclusive CPU of the children that this iterator calls synchronously (all of
 // them, unless it is asynchronous: prefetch, parallel map... call their inputs on their
 // own threads), and adds the CPU of work it ran on the pool (RecordTask). Children that
-// died (interleave's finished inputs) leave their totals with the parent.
+// died (interleave's finished inputs, a Repeat's input of past epochs) leave the parent
+// what it needs for its own row: the elements and bytes it consumed from them and their
+// inclusive CPU, which it subtracts. Nothing else of theirs: their own counts are not the
+// parent's.
+//
+// Rebuilt iterators. A graph node's counters outlive its iterators: an iterator over a
+// node of the pipeline's graph (node_id >= 0) that dies adds its row to the node's
+// NodeTotals (the Runtime's NodeTotalsTable, by node id), and a snapshot reports, for the
+// first live iterator of the node in pre-order, its counters plus the node's retired
+// totals. So a Cache under a Repeat that is rebuilt every epoch reports all the elements
+// and CPU of all its epochs, and every figure of a node only grows while the tree lives.
+// Several live iterators of one node (a shared node used twice) keep a row each; the
+// node's totals are the sum of its rows. A node with no live iterator has no row (its
+// totals show again when an iterator of it is made). Iterators over datasets made by
+// functions (node_id -1: interleave's and flat_map's inner pipelines) have no node to
+// retire to: as before, they live on only in their parent's consumed counts and CPU.
+// Restore starts a fresh table with the new tree, so counters start again from zero
+// (StatsDelta::restarted), as they did. An iterator and its whole subtree retire when it
+// leaves its parent, under the parent's child-list lock, which a snapshot holds while it
+// reads that child's rows: one snapshot never sees an iterator both live and retired, or
+// neither (what a dying subtree's threads do after that is not counted).
 //
 // Thread-safety: the GetNext-side members are written by the driving thread only and read
 // by anyone; task, gauge and dead-children members are written by any thread.
@@ -30,6 +50,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+
+#include "sluice/stats.h"
 
 namespace sluice {
 
@@ -126,6 +149,46 @@ struct NodeStats {
   int64_t EstimatedWallNs() const;
   int64_t EstimatedBytesProduced() const;
   int64_t EstimatedTaskCpuNs() const;
+};
+
+// The totals a graph node's iterators left when they died: the counters of their
+// IteratorStats rows (elements, exclusive CPU, wall, bytes in and out, file bytes), summed.
+// An iterator adds its row once, when it leaves the tree (a Repeat's input at the end of
+// each epoch, a Cache's input once it is filled, the old tree at Restore), so the cost is
+// per iterator death, never per element: a few relaxed atomic adds, no lock of its own.
+// Thread-safe.
+struct NodeTotals {
+  std::atomic<int64_t> iterators{0};  // iterators that retired here
+  std::atomic<int64_t> elements_produced{0};
+  std::atomic<int64_t> elements_consumed{0};
+  std::atomic<int64_t> elements_skipped{0};
+  std::atomic<int64_t> cpu_ns{0};
+  std::atomic<int64_t> wall_ns{0};
+  std::atomic<int64_t> bytes_produced{0};
+  std::atomic<int64_t> bytes_consumed{0};
+  std::atomic<int64_t> file_bytes_read{0};
+
+  // Adds a dying iterator's counters (its row's, gauges and tree fields ignored).
+  void Retire(const IteratorStats& row);
+  // Adds these totals to the counters of `row` (gauges and tree fields untouched).
+  void AddTo(IteratorStats* row) const;
+};
+
+// The retired totals of every node of a pipeline's graph, by node id (the Runtime owns
+// one per iterator tree; the tree's iterators share it, so it outlives them all).
+class NodeTotalsTable {
+ public:
+  explicit NodeTotalsTable(size_t nodes)
+      : size_(nodes), totals_(std::make_unique<NodeTotals[]>(nodes)) {}
+  // Null for ids outside the graph (-1: iterators over datasets made by functions).
+  NodeTotals* at(int64_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < size_ ? &totals_[id] : nullptr;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_;
+  std::unique_ptr<NodeTotals[]> totals_;
 };
 
 // Times a unit of pool work for a node (sampled): construct at the start of the task.

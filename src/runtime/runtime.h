@@ -15,6 +15,7 @@
 #include "graph/dataset_node.h"
 #include "runtime/executor.h"
 #include "runtime/memory_budget.h"
+#include "runtime/node_stats.h"
 #include "runtime/runtime_options.h"
 #include "runtime/tunable.h"
 #include "sluice/dataset.h"
@@ -54,7 +55,25 @@ class Runtime {
 
   // The ids of the graph's nodes (GraphNodeIds of the graph this pipeline runs), set once
   // before the iterator tree is made; NodeId is -1 for a node outside it.
-  void SetGraph(const DatasetPtr& graph) { node_ids_ = GraphNodeIds(graph); }
+  void SetGraph(const DatasetPtr& graph) {
+    node_ids_ = GraphNodeIds(graph);
+    SwapNodeTotals(nullptr);
+  }
+  // The retired totals of the graph's nodes (node_stats.h) that iterators made from now
+  // on share; null before SetGraph. Read once per iterator made, never per element.
+  std::shared_ptr<NodeTotalsTable> node_totals() const {
+    std::lock_guard<std::mutex> l(totals_mu_);
+    return node_totals_;
+  }
+  // Makes `t` the table (null: a fresh one) and returns the previous one. Restore gives
+  // the new tree a fresh table, so it counts from zero while the old tree, whose
+  // iterators hold the old table, dies; a failed Restore puts the old one back.
+  std::shared_ptr<NodeTotalsTable> SwapNodeTotals(std::shared_ptr<NodeTotalsTable> t) {
+    if (t == nullptr) t = std::make_shared<NodeTotalsTable>(node_ids_.size());
+    std::lock_guard<std::mutex> l(totals_mu_);
+    std::swap(node_totals_, t);
+    return t;
+  }
   int64_t NodeId(const DatasetNode* node) const {
     auto it = node_ids_.find(node);
     return it == node_ids_.end() ? -1 : it->second;
@@ -71,6 +90,8 @@ class Runtime {
   MemoryBudget memory_;
   TunableRegistry tunables_;
   NodeIdMap node_ids_;
+  mutable std::mutex totals_mu_;  // iterator creation only, never GetNext
+  std::shared_ptr<NodeTotalsTable> node_totals_;
   std::unique_ptr<Env> confined_env_;  // owned when options().files confines
   Env* env_;
   std::once_flag executor_once_;

@@ -119,6 +119,27 @@ TEST(AnalysisTest, RandomnessPropagatesUpward) {
   EXPECT_LT(a->nodes[6].materialized_bytes, 0);
 }
 
+// A cache under a Repeat is rebuilt every epoch (here every 16 elements, thousands of
+// times a second): the stats plane keeps each node's totals across its iterators, so the
+// trace sees every element the cache served (visit ratio 1, not the last iterator's
+// share) and its CPU per element is that of one read from memory.
+TEST(AnalysisTest, CacheRebuiltByRepeatHasVisitRatioOne) {
+  Dataset ds = Dataset::Range(16).Map(BurnFunction("burn", 20000)).Cache().Repeat(-1);
+  auto t = TracePipeline(ds, Quick(0.3));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto a = Analyze(*t);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_EQ(a->root, 3);
+  ASSERT_EQ(t->nodes[2].op, "Cache");
+  EXPECT_NEAR(a->nodes[3].visit_ratio, 1.0, 1e-9);
+  EXPECT_NEAR(a->nodes[2].visit_ratio, 1.0, 1e-6);
+  EXPECT_GT(t->nodes[3].elements, 10 * 16);  // many epochs in the window
+  // The filled cache does not call the map again.
+  EXPECT_LT(a->nodes[1].visit_ratio, 0.01);
+  // A memory cache read: well under the map's 20 us.
+  EXPECT_LT(a->nodes[2].cpu_ns_per_root, 2000);
+}
+
 // The stats plane's estimate of a timed call carries one clock read. Where a synchronous
 // node's timed input calls are subtracted one per element (a map) it cancels; a source,
 // a node whose input was not called (a full cache) and an async node keep it, and the
@@ -154,6 +175,42 @@ TEST(AnalysisTest, ClockReadIsTakenOffWhereNoInputCallCancelsIt) {
   EXPECT_NEAR(a->nodes[3].cpu_ns_per_root, 2000 / roots, 1);
   // What was taken off is CPU outside the operators: the framework's.
   EXPECT_NEAR(a->framework_ns_per_root, (10000000 - 2352000) / roots, 1);
+}
+
+// The tracer times each root GetNext with one more clock read than an untraced consumer
+// makes; that read (machine.clock_ns) is the tracer's, not the pipeline's framework cost.
+TEST(AnalysisTest, TracersClockReadIsNotFrameworkCost) {
+  Trace t;
+  t.duration_ns = 1000000000;
+  t.machine.cores = 2;
+  TraceNode n;
+  n.id = 0;
+  n.op = n.name = "Range";
+  n.elements = n.total_elements = 1000;
+  n.cpu_ns = 20000;
+  n.cardinality = kInfiniteCardinality;
+  t.nodes.push_back(n);
+  t.process_cpu_ns = 100000;  // 100 ns per element, 20 of them the Range's
+  auto before = Analyze(t);
+  ASSERT_TRUE(before.ok());
+  EXPECT_NEAR(before->framework_ns_per_root, 80, 1e-9);
+  t.machine.clock_ns = 25;
+  auto after = Analyze(t);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NEAR(after->framework_ns_per_root, 55, 1e-9);
+  // Never below zero.
+  t.machine.clock_ns = 500;
+  auto floor = Analyze(t);
+  ASSERT_TRUE(floor.ok());
+  EXPECT_EQ(floor->framework_ns_per_root, 0);
+  // Where the operators' sampled CPU adds up to all the process's, they are scaled down
+  // to the pipeline's share: the read is taken off them, not left in.
+  t.machine.clock_ns = 25;
+  t.nodes[0].cpu_ns = 100000;
+  auto scaled = Analyze(t);
+  ASSERT_TRUE(scaled.ok());
+  EXPECT_NEAR(scaled->nodes[0].cpu_ns_per_root, 75, 1e-9);
+  EXPECT_NEAR(scaled->framework_ns_per_root, 0, 1e-9);
 }
 
 // The CPU share is that of the threads that did the work: a bottleneck thread that ran

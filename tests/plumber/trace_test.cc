@@ -81,6 +81,10 @@ TEST(TraceTest, JsonRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(TraceToJson(*back), TraceToJson(*t));
   EXPECT_EQ(back->nodes[1].cpu_ns, t->nodes[1].cpu_ns);
+  // The clock read the tracer adds per root element is measured (a few to ~100 ns).
+  EXPECT_GT(t->machine.clock_ns, 0);
+  EXPECT_LT(t->machine.clock_ns, 5000);
+  EXPECT_EQ(back->machine.clock_ns, t->machine.clock_ns);
   std::filesystem::remove_all(dir);
 }
 
