@@ -621,8 +621,9 @@ void AsyncBufferIterator::Schedule(std::vector<Part> parts) {
 void AsyncBufferIterator::RunPart(Part p) {
   std::optional<TaskTimer> timer(&stats());  // the part, and Finish after the last one
   Status st;
-  // With a profiler attached, each part is a span "<prefix>/fn" on the pool thread.
-  SpanRecorder* const spans = span_recorder();
+  // With a profiler attached, each part is a span "<prefix>/fn" on the pool thread (a
+  // group: one span per element, recorded by RunGroup).
+  SpanRecorder* const spans = grouped_ ? nullptr : span_recorder();
   Span span;
   if (spans != nullptr) [[unlikely]] {
     spans->Begin();
@@ -692,11 +693,28 @@ void AsyncBufferIterator::RunGroup(Slot* s) {
   s->results.reserve(n + 1);
   WorkUnit u;
   u.exclusive = true;
+  SpanRecorder* const spans = span_recorder();
   for (size_t i = 0; i < n; ++i) {
     u.inputs.push_back(std::move(s->unit.inputs[i]));
     u.first_position = s->unit.first_position + static_cast<int64_t>(i);
+    Span span;  // with a profiler attached, each element's work is a span of its own
+    if (spans != nullptr) [[unlikely]] {
+      spans->Begin();
+      span.start_ns = MonotonicNs();
+    }
     s->results.push_back(ProcessInline(&u));
     const Result<std::optional<Element>>& r = s->results.back();
+    if (spans != nullptr) [[unlikely]] {
+      span.end_ns = MonotonicNs();
+      span.node_id = node_id();
+      span.prefix = work_prefix_;
+      span.op = work_op_;
+      span.index = u.first_position;
+      span.produced = r.ok();
+      span.error = !r.ok();
+      span.work = true;
+      spans->Record(span);
+    }
     if (r.ok() && r->has_value()) {
       const int64_t b = ResultBytes(r);
       s->group_bytes += b;
