@@ -25,7 +25,9 @@
 // Notify is one fence and one load while nobody waits. A Notify between PrepareWait and
 // Wait is never lost (Wait returns at once), and a waiter that checked the condition
 // after PrepareWait cannot miss a change made before a Notify: PrepareWait and Notify
-// each order their two accesses with a sequentially consistent fence.
+// each order their two accesses with a sequentially consistent fence. A Notify that comes
+// late (it saw an earlier wait registered) at most wakes a later wait early, never leaves
+// it asleep: PrepareWait reads the epoch before it raises the waiting flag.
 //
 // Thread-safety: TryPush from one producer thread, TryPop/Peek from one consumer thread,
 // Size/Empty from either; EventCount: PrepareWait/CancelWait/Wait from one thread at a
@@ -117,10 +119,15 @@ class EventCount {
  public:
   // Registers the caller as the waiter; returns the key for Wait.
   uint32_t PrepareWait() {
+    // The key is read before the flag is raised: a Notify that takes down this flag (a
+    // late one, meant for an earlier wait, included) then bumps the epoch past the key,
+    // so Wait returns. Read after, the key could already include that bump while the
+    // flag was down: Wait slept with no Notify left to wake it. Acquire: a Notify this
+    // load sees made its condition visible too.
+    const uint32_t key = epoch_.load(std::memory_order_acquire);
     waiting_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    // Acquire: a Notify this load already sees made its condition visible too.
-    return epoch_.load(std::memory_order_acquire);
+    return key;
   }
   // The condition held after PrepareWait: stop waiting.
   void CancelWait() { waiting_.store(false, std::memory_order_relaxed); }
