@@ -686,6 +686,19 @@ void AsyncBufferIterator::RunPart(Part p) {
   idle_cv_.SignalAll();
 }
 
+namespace {
+std::atomic<int64_t> group_target_override_ns{0};
+}  // namespace
+
+void AsyncBufferIterator::SetGroupTargetNsForTesting(int64_t ns) {
+  group_target_override_ns.store(ns, std::memory_order_relaxed);
+}
+
+int64_t AsyncBufferIterator::GroupTargetNs() {
+  const int64_t o = group_target_override_ns.load(std::memory_order_relaxed);
+  return o > 0 ? o : kGroupTargetNs;
+}
+
 void AsyncBufferIterator::RunGroup(Slot* s) {
   // Each element as a one-element unit of its own position, in order.
   const int64_t start = MonotonicNs();
@@ -728,7 +741,7 @@ void AsyncBufferIterator::RunGroup(Slot* s) {
   const int64_t old = work_ns_.load(std::memory_order_relaxed);
   const int64_t work = old < 0 ? per : (3 * old + per) / 4;
   work_ns_.store(work, std::memory_order_relaxed);
-  const int64_t k = std::clamp<int64_t>(kGroupTargetNs / std::max<int64_t>(work, 1), 1,
+  const int64_t k = std::clamp<int64_t>(GroupTargetNs() / std::max<int64_t>(work, 1), 1,
                                         kMaxGroup);
   const int64_t g = std::min(k, 2 * group_size());
   if (group_size_.exchange(g, std::memory_order_relaxed) != g) {
@@ -760,7 +773,7 @@ void AsyncBufferIterator::PullGroupRest(Slot* s, int64_t want, int64_t estimate,
   int64_t ahead = 0;  // elements reserved, not yet fetched (released when the group ends)
   while (static_cast<int64_t>(inputs.size()) < want) {
     if (cancel_requested_.load(std::memory_order_relaxed)) break;
-    if (inputs.size() % 32 == 0 && MonotonicNs() - start_ns > kGroupTargetNs) break;
+    if (inputs.size() % 32 == 0 && MonotonicNs() - start_ns > GroupTargetNs()) break;
     if (estimate > 0 && ahead == 0) {
       // Reserve for the rest of the group at once, else element by element; the budget
       // full: the group ends here.

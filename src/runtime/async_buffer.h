@@ -219,6 +219,11 @@ class AsyncBufferIterator final : public IteratorBase {
   static constexpr int64_t kMaxGroup = 256;
   // The group size the runner uses next (1 before the first measurement); for tests.
   int64_t group_size() const { return group_size_.load(std::memory_order_relaxed); }
+  // Tests: the work a group aims at, for every iterator of the process (0: back to
+  // kGroupTargetNs). Sanitized builds make even an identity function cost more than the
+  // default target, so tests of the groups' contracts raise it to get groups anyway.
+  static void SetGroupTargetNsForTesting(int64_t ns);
+  static int64_t GroupTargetNs();
 
   // Tunables (thread-safe; take effect at once).
   void set_parallelism(int64_t p);
