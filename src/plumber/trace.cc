@@ -18,6 +18,7 @@
 #include "graph/op_def.h"
 #include "graph/registry.h"
 #include "plumber/plumber_internal.h"
+#include "runtime/async_buffer.h"
 #include "runtime/node_stats.h"
 #include "runtime/resources.h"
 #include "sluice/plumber.h"
@@ -152,11 +153,21 @@ double MeasureReadBandwidth(Env* env, const std::vector<std::string>& files, int
   return s > 0 ? total.load() / s : 0;
 }
 
-// CPU per element of one handoff: Range -> parallel map (1 call) vs a sequential map.
+// CPU per element of one handoff: Range -> parallel map (1 call) vs a sequential map. The
+// function works longer than a group's target (runtime/async_buffer.h, "Groups"), so each
+// element crosses threads on its own, as it does for the maps the planner makes parallel
+// (their work is what makes them worth it) and for an element through a Prefetch; an
+// identity function would be grouped and measure a fraction of that.
 double MeasureHandoffNs() {
-  constexpr int64_t kN = 20000;
-  Function noop = Function::Map(
-      "noop", [](Element e, FunctionContext&) -> Result<Element> { return e; });
+  constexpr int64_t kN = 1000;
+  constexpr int64_t kWorkNs = 2 * AsyncBufferIterator::kGroupTargetNs;
+  Function busy = Function::Map(
+      "busy", [](Element e, FunctionContext&) -> Result<Element> {
+        const int64_t until = MonotonicNs() + kWorkNs;
+        while (MonotonicNs() < until) {
+        }
+        return e;
+      });
   auto cpu_of = [&](const Dataset& ds) -> double {
     Options o;
     o.optimization.apply_default_optimizations = false;
@@ -170,8 +181,8 @@ double MeasureHandoffNs() {
     }
     return static_cast<double>(ProcessCpuNs() - start);
   };
-  const double seq = cpu_of(Dataset::Range(kN).Map(noop));
-  const double par = cpu_of(Dataset::Range(kN).Map(noop, 1, true));
+  const double seq = cpu_of(Dataset::Range(kN).Map(busy));
+  const double par = cpu_of(Dataset::Range(kN).Map(busy, 1, true));
   if (seq < 0 || par < 0) return 0;
   return std::max(0.0, (par - seq) / kN);
 }
