@@ -400,6 +400,17 @@ TEST(Autotune, InlineModeFollowsMeasuredWork) {
 // async only when both the work it moves and the consumer's own time per element exceed
 // two handoffs. Over a 200 us synchronous map: a consumer that spends 100 us per element gets it async; a consumer
 // that only loops keeps it inline (the handoff would be pure cost).
+// The consumer's time is wall time outside GetNext. In the -O0 sanitizer builds this
+// test's own loop (assertions, element access, the knob read) costs microseconds per
+// element, and preemption on a loaded 2-core machine adds more: near the 10 us line, an
+// "idle" loop can measure as busy there (seen once under ASan at load 5). The idle half is
+// checked in optimized builds; the busy half in all.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kIdleLoopIsIdle = false;
+#else
+constexpr bool kIdleLoopIsIdle = true;
+#endif
+
 TEST(Autotune, RootPrefetchGoesAsyncOnlyForABusyConsumer) {
   for (const bool busy : {true, false}) {
     SCOPED_TRACE(busy ? "busy consumer" : "idle consumer");
@@ -424,11 +435,11 @@ TEST(Autotune, RootPrefetchGoesAsyncOnlyForABusyConsumer) {
       ASSERT_TRUE(e.ok() && e->has_value());
       ASSERT_EQ((**e)[0].scalar<int64_t>(), expect++);
       if (busy) Burn(100);
-      if (!busy && expect % 64 == 0) {
+      if (!busy && expect % 64 == 0 && kIdleLoopIsIdle) {
         ASSERT_EQ(root_inline(), 1) << "went async for a consumer with no work";
       }
     }
-    EXPECT_EQ(root_inline(), busy ? 0 : 1);
+    if (busy || kIdleLoopIsIdle) EXPECT_EQ(root_inline(), busy ? 0 : 1);
     EXPECT_GT(expect, 64);
   }
 }
