@@ -16,26 +16,15 @@
 #include "runtime/node_stats.h"
 #include "runtime/tunable.h"
 #include "sluice/dataset.h"
+#include "testing/burn.h"
 
 namespace sluice {
 namespace {
 
 using std::chrono::steady_clock;
 
-void Burn(int64_t us) {
-  const int64_t end = ThreadCpuNs() + us * 1000;
-  volatile int64_t x = 0;
-  while (ThreadCpuNs() < end) {
-    for (int i = 0; i < 200; ++i) x = x + i;
-  }
-}
-
-Function Burner(int64_t us) {
-  return Function::Map("burn", [us](Element e, FunctionContext&) -> Result<Element> {
-    Burn(us);
-    return e;
-  });
-}
+using testing::Burn;
+using testing::Burner;
 
 // int64 scalar -> {the scalar, a float32 tensor of `bytes` bytes}.
 Function Big(int64_t bytes) {

@@ -10,25 +10,13 @@
 #include "api/dataset_internal.h"
 #include "runtime/node_stats.h"
 #include "sluice/dataset.h"
+#include "testing/burn.h"
 
 namespace sluice {
 namespace {
 
-// Burns about `us` microseconds of this thread's CPU.
-void Burn(int64_t us) {
-  const int64_t end = ThreadCpuNs() + us * 1000;
-  volatile int64_t x = 0;
-  while (ThreadCpuNs() < end) {
-    for (int i = 0; i < 200; ++i) x = x + i;
-  }
-}
-
-Function Burner(int64_t us) {
-  return Function::Map("burn", [us](Element e, FunctionContext&) -> Result<Element> {
-    Burn(us);
-    return e;
-  });
-}
+using testing::Burn;
+using testing::Burner;
 
 // Drains `n` elements (or to the end); returns this thread's CPU spent.
 int64_t Drain(Iterator* it, int64_t n) {
