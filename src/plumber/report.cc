@@ -117,6 +117,9 @@ std::string ReportText(const Analysis& a, const Plan& p) {
       << (n.random_at_or_below ? "  random-below" : "") << (n.cacheable ? "  cacheable" : "")
       << "\n";
   }
+  s << "Framework: " << Fmt("%.3g", a.framework_ns_per_root / 1e3)
+    << "us of CPU per element outside the operators; one handoff between threads "
+    << Fmt("%.3g", a.trace.machine.handoff_ns / 1e3) << "us.\n";
   return s.str();
 }
 

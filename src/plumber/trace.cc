@@ -163,8 +163,10 @@ double MeasureHandoffNs() {
   constexpr int64_t kWorkNs = 2 * AsyncBufferIterator::kGroupTargetNs;
   Function busy = Function::Map(
       "busy", [](Element e, FunctionContext&) -> Result<Element> {
-        const int64_t until = MonotonicNs() + kWorkNs;
-        while (MonotonicNs() < until) {
+        // This thread's CPU, not the wall clock: on a busy machine a preempted spin would
+        // use less CPU in one run than the other and the difference would be noise.
+        const int64_t until = ThreadCpuNs() + kWorkNs;
+        while (ThreadCpuNs() < until) {
         }
         return e;
       });

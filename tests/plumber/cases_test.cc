@@ -49,8 +49,8 @@ TraceOptions Window(double seconds = 0.5) {
 
 TEST(CasesTest, CpuBoundNamesTheSlowOperator) {
   Dataset ds = Dataset::Range(1LL << 40)
-                   .Map(BurnFunction("cheap", 5000))
-                   .Map(BurnFunction("slow_op", 300000))
+                   .Map(BurnFunction("cheap", 50000))
+                   .Map(BurnFunction("slow_op", 3000000))
                    .Batch(4);
   Doctor d = Diagnose(ds, Window());
   ASSERT_FALSE(d.plan.bottlenecks.empty());
@@ -59,8 +59,11 @@ TEST(CasesTest, CpuBoundNamesTheSlowOperator) {
   EXPECT_NE(d.plan.bottlenecks[0].text.find("slow_op"), std::string::npos) << d.text;
   const double cores = 2;
   EXPECT_EQ(d.plan.nodes[2].parallelism, std::ceil(cores - 0.05)) << d.text;
-  // 2 cores / (4 x 305 us) per batch: about 1640 batches/s.
-  const double want = cores * 1e9 / (4 * 305000.0);
+  // 2 cores / (4 x 3.05 ms) per batch: about 164 batches/s. The work is long against the
+  // framework's own cost, which the doctor also charges: one handoff is a few us in an
+  // optimized build but ~50-80 us in a -O0 sanitizer build on a loaded machine, and with
+  // 300 us operators that alone moved the prediction 35% (CI, 2026-11-26).
+  const double want = cores * 1e9 / (4 * 3050000.0);
   EXPECT_NEAR(d.plan.predicted_rate, want, 0.35 * want) << d.text;
 }
 
