@@ -66,8 +66,8 @@ bool GraphBelowHandoff(const DatasetPtr& root) {
 // The async op that `root` reaches through single-input element plumbing known to cost
 // less than a handoff per element (Unbatch, Take, Skip, Shard, Enumerate), or null.
 const DatasetNode* AsyncUnderPlumbing(const DatasetPtr& root) {
-  static const std::unordered_set<std::string_view> kPlumbing = {"Unbatch", "Take", "Skip",
-                                                                 "Shard", "Enumerate"};
+  static const std::unordered_set<std::string_view> kPlumbing = {
+      "Unbatch", "Take", "Skip", "Shard", "Enumerate"};
   const DatasetNode* n = root.get();
   while (n != nullptr && kPlumbing.count(n->op()) && n->inputs().size() == 1) {
     n = n->inputs()[0].get();
@@ -82,13 +82,16 @@ class InjectPrefetchPass final : public OptimizerPass {
   Result<PassResult> Apply(const DatasetPtr& root) const override {
     if (IsAsyncOp(root->op())) return PassResult{root, 0};
     // Plumbing over an async op: that op overlaps its work with the consumer once the
-    // work pays for a handoff (the tuner decides it), and the plumbing above it costs less
-    // than one; a prefetch would add a second buffer of the same elements and its own
-    // cost per element (overhead_bench's lambda row: a root Prefetch over Unbatch).
+    // work pays for a handoff (the tuner decides it), and the plumbing above it costs
+    // less than one; a prefetch would add a second buffer of the same elements and its
+    // own cost per element (overhead_bench's lambda row: a root Prefetch over Unbatch).
     if (CostModelOn()) {
       if (const DatasetNode* async = AsyncUnderPlumbing(root)) {
-        return PassResult{root, 0, {"kept the root synchronous (cost model: only element "
-                                    "plumbing above the asynchronous " + async->op() + ")"}};
+        return PassResult{root,
+                          0,
+                          {"kept the root synchronous (cost model: only element "
+                           "plumbing above the asynchronous " +
+                           async->op() + ")"}};
       }
     }
     // Known below the handoff counts as no work moved; the consumer is unknown here.

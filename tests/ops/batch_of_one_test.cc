@@ -151,10 +151,11 @@ TEST(BatchOfOneTest, EveryComponentAndTheNamesAreKept) {
   // Two numeric components (each the whole of its buffer) and names, through Batch(1)
   // and the fused MapAndBatch(1): each row comes back reshaped to [1, ...], values and
   // names intact; a row with a string component takes the per-component path.
-  const Function tag = Function::Map("tag", [](Element e, FunctionContext&) -> Result<Element> {
-    Tensor v = Tensor::FromVector<float>({1.5f, 2.5f});
-    return Element({e[0], v}, MakeNames({"id", "vec"}));
-  });
+  const Function tag =
+      Function::Map("tag", [](Element e, FunctionContext&) -> Result<Element> {
+        Tensor v = Tensor::FromVector<float>({1.5f, 2.5f});
+        return Element({e[0], v}, MakeNames({"id", "vec"}));
+      });
   for (bool defaults : {false, true}) {
     Options o;
     o.optimization.apply_default_optimizations = defaults;
@@ -174,10 +175,11 @@ TEST(BatchOfOneTest, EveryComponentAndTheNamesAreKept) {
   }
   Options o;
   o.optimization.apply_default_optimizations = false;
-  auto mixed = Dataset::Zip({Dataset::Range(2),
-                             Dataset::FromTensorSlices({Tensor::FromStrings({"x", "y"})})})
-                   .Batch(1)
-                   .MakeIterator(o);
+  auto mixed =
+      Dataset::Zip({Dataset::Range(2),
+                    Dataset::FromTensorSlices({Tensor::FromStrings({"x", "y"})})})
+          .Batch(1)
+          .MakeIterator(o);
   ASSERT_TRUE(mixed.ok()) << mixed.status();
   auto e = (*mixed)->GetNext();
   ASSERT_TRUE(e.ok() && e->has_value());
@@ -189,11 +191,13 @@ TEST(BatchOfOneTest, EveryComponentAndTheNamesAreKept) {
 TEST(BatchOfOneTest, FusedBatchOfOneErrorNamesTheLaterElement) {
   // The failing call is the third element's: the error names its position, and the
   // first two batches came out.
-  const Function third = Function::Map("third", [](Element e, FunctionContext&) -> Result<Element> {
-    if (e[0].scalar<int64_t>() == 2) return InvalidArgumentError("boom");
-    return e;
-  });
-  auto it = Dataset::Range(4).Map(Named("ok")).Map(third).Batch(1).MakeIterator(Options());
+  const Function third =
+      Function::Map("third", [](Element e, FunctionContext&) -> Result<Element> {
+        if (e[0].scalar<int64_t>() == 2) return InvalidArgumentError("boom");
+        return e;
+      });
+  auto it =
+      Dataset::Range(4).Map(Named("ok")).Map(third).Batch(1).MakeIterator(Options());
   ASSERT_TRUE(it.ok()) << it.status();
   for (int i = 0; i < 2; ++i) {
     auto e = (*it)->GetNext();

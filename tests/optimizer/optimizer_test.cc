@@ -814,14 +814,16 @@ TEST_F(OptimizerTest, CostModelKeepsCheapWorkSequential) {
                           Dataset::Range(50).Map(AddOne(), 2).Take(10).Skip(1)}) {
     Optimized pr = Optimize(plumbed, ip);
     EXPECT_EQ(pr.root.get(), NodeOf(plumbed).get());
-    EXPECT_NE(ReportOf(pr, "inject_prefetch").find("only element plumbing above the "
-                                                   "asynchronous ParallelMap"),
+    EXPECT_NE(ReportOf(pr, "inject_prefetch")
+                  .find("only element plumbing above the "
+                        "asynchronous ParallelMap"),
               std::string::npos)
         << ReportOf(pr, "inject_prefetch");
   }
   // Plumbing over sequential work of unknown cost still gets one.
-  EXPECT_EQ(Optimize(Dataset::Range(50).Map(AddOne()).Unbatch(), ip).changes("inject_prefetch"),
-            1);
+  EXPECT_EQ(
+      Optimize(Dataset::Range(50).Map(AddOne()).Unbatch(), ip).changes("inject_prefetch"),
+      1);
   // In-memory slices of small rows under a shuffle and a batch: no prefetch; rows whose
   // copy alone exceeds a handoff (256 KiB) get one.
   Dataset small =
