@@ -209,6 +209,22 @@ Status Function::Apply(Element* inout, FunctionContext& ctx) const {
   if (!impl_ || !impl_->fn) [[unlikely]] {
     return InvalidArgumentError("function '" + name() + "' is not an element -> element function");
   }
+  if (!impl_->stages.empty()) {
+    // A composition applies its stages here, in place, as its ElementFn does (Compose),
+    // without the extra call through it and the Result it returns.
+    const std::vector<Impl::Stage>& stages = impl_->stages;
+    const size_t last = stages.size() - 1;
+    for (size_t i = 0; i <= last; ++i) {
+      FunctionContext c(stages[i].seed, ctx.position());
+      c.set_env(ctx.env());
+      if (i == last) OfferOutputSlots(c, OutputSlots(ctx));
+      Status s = stages[i].fn.Apply(inout, c);
+      if (!s.ok()) [[unlikely]] {
+        return s.WithContext("in function '" + impl_->name + "'");
+      }
+    }
+    return Status::OK();
+  }
   Result<Element> r = [&]() -> Result<Element> {
     try {
       return impl_->fn(std::move(*inout), ctx);

@@ -104,6 +104,21 @@ int BatchProcessor::NumParts(const WorkUnit& u, int64_t parallelism) const {
 
 Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
   const int64_t n = static_cast<int64_t>(u->inputs.size());
+  if (n == 1 && static_row_.empty()) {
+    // A batch of one row is made by Finish from the row itself: only the function runs.
+    if (!fn_.valid()) return Status::OK();
+    Element& row = u->inputs[0];
+    FunctionContext fctx(seed_, u->first_position);
+    fctx.set_env(env_);
+    const ElementSource source(row);
+    Status s = fn_.Apply(&row, fctx);
+    if (!s.ok()) {
+      MutexLock l(&u->mu);
+      u->status = ElementError(s, u->first_position, source);
+      u->status_row = 0;
+    }
+    return Status::OK();
+  }
   const int64_t begin = n * part / num_parts;
   const int64_t end = n * (part + 1) / num_parts;
   // The output's tensors: a copy (views of the shared buffers) when parts run
@@ -183,15 +198,16 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
 
 Result<std::optional<Element>> BatchProcessor::Finish(WorkUnit* u) const {
   std::vector<Element>& rows = u->inputs;
-  // A pre-allocated output holds the rows only when they have the declared structure.
-  if (!SameStructure(rows) || !FitsStaticRow(rows[0])) {
-    // Rare: the sequential stacking gives the exact error.
+  // A single row left in place by ProcessPart (no pre-allocated output): one row has its
+  // own structure, and StackRows reports what does not stack.
+  if (rows.size() == 1 && u->output.empty()) {
     std::vector<Tensor> column;
     SLUICE_ASSIGN_OR_RETURN(Element e, StackRows(rows, column));
     return std::optional<Element>(std::move(e));
   }
-  // A single row left in place by ProcessPart (no pre-allocated output).
-  if (rows.size() == 1 && u->output.empty()) {
+  // A pre-allocated output holds the rows only when they have the declared structure.
+  if (!SameStructure(rows) || !FitsStaticRow(rows[0])) {
+    // Rare: the sequential stacking gives the exact error.
     std::vector<Tensor> column;
     SLUICE_ASSIGN_OR_RETURN(Element e, StackRows(rows, column));
     return std::optional<Element>(std::move(e));

@@ -1,5 +1,6 @@
 #include "ops/op_util.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/resources.h"
@@ -124,15 +125,33 @@ Result<int64_t> SkipBatches(IteratorBase* input, int64_t n, int64_t batch_size,
   return k / batch_size + (partial && !drop_remainder ? 1 : 0);
 }
 
+namespace {
+
+// A numeric tensor that is the whole of its own buffer (a batch of it alone may take it).
+bool OwnsWholeBuffer(const Tensor& t) {
+  return t.valid() && t.dtype() != DType::kString && t.buffer() && t.byte_offset() == 0 &&
+         t.nbytes() == t.buffer()->size();
+}
+
+}  // namespace
+
 Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& column) {
   const size_t k = rows[0].size();
+  if (rows.size() == 1 && k > 0 &&
+      std::all_of(rows[0].tensors().begin(), rows[0].tensors().end(), OwnsWholeBuffer)) {
+    // Every component is taken: the row's own element becomes the batch (no new vector).
+    for (Tensor& t : rows[0].tensors()) {
+      Shape shape = t.shape();
+      shape.InsertDim(0, 1);
+      SLUICE_ASSIGN_OR_RETURN(t, std::move(t).Reshape(std::move(shape)));
+    }
+    return std::move(rows[0]);
+  }
   std::vector<Tensor> out;
   out.reserve(k);
   for (size_t c = 0; c < k; ++c) {
     const Tensor& only = rows[0][c];
-    if (rows.size() == 1 && only.valid() && only.dtype() != DType::kString &&
-        only.buffer() && only.byte_offset() == 0 &&
-        only.nbytes() == only.buffer()->size()) {
+    if (rows.size() == 1 && OwnsWholeBuffer(only)) {
       // Batch of one row owning its buffer: the batch is the same memory, reshaped (the
       // scratch column is not touched, so callers may pass a fresh one for free).
       Shape shape = only.shape();

@@ -1,6 +1,8 @@
 // inject_prefetch: appends Prefetch(AUTOTUNE) to the pipeline when its last op does not
 // already run asynchronously (Prefetch, the parallel ops, MapAndBatch), so that producing
-// the next element overlaps the consumer's work. Only the root is looked at.
+// the next element overlaps the consumer's work. Only the root is looked at, and the
+// element plumbing under it: a root of Unbatch/Take/Skip/Shard/Enumerate over an async op
+// gets none either (cost model), as that op overlaps the work already.
 //
 // Cost model (cost_model.h): when every op of the graph is known to cost less per element
 // than a handoff (cheap sources, maps below the handoff, small batches, element plumbing),
@@ -61,12 +63,37 @@ bool GraphBelowHandoff(const DatasetPtr& root) {
   return true;
 }
 
+// The async op that `root` reaches through single-input element plumbing known to cost
+// less than a handoff per element (Unbatch, Take, Skip, Shard, Enumerate), or null.
+const DatasetNode* AsyncUnderPlumbing(const DatasetPtr& root) {
+  static const std::unordered_set<std::string_view> kPlumbing = {
+      "Unbatch", "Take", "Skip", "Shard", "Enumerate"};
+  const DatasetNode* n = root.get();
+  while (n != nullptr && kPlumbing.count(n->op()) && n->inputs().size() == 1) {
+    n = n->inputs()[0].get();
+  }
+  return n != nullptr && n != root.get() && IsAsyncOp(n->op()) ? n : nullptr;
+}
+
 class InjectPrefetchPass final : public OptimizerPass {
  public:
   std::string_view name() const override { return "inject_prefetch"; }
   bool on_by_default() const override { return true; }
   Result<PassResult> Apply(const DatasetPtr& root) const override {
     if (IsAsyncOp(root->op())) return PassResult{root, 0};
+    // Plumbing over an async op: that op overlaps its work with the consumer once the
+    // work pays for a handoff (the tuner decides it), and the plumbing above it costs
+    // less than one; a prefetch would add a second buffer of the same elements and its
+    // own cost per element (overhead_bench's lambda row: a root Prefetch over Unbatch).
+    if (CostModelOn()) {
+      if (const DatasetNode* async = AsyncUnderPlumbing(root)) {
+        return PassResult{root,
+                          0,
+                          {"kept the root synchronous (cost model: only element "
+                           "plumbing above the asynchronous " +
+                           async->op() + ")"}};
+      }
+    }
     // Known below the handoff counts as no work moved; the consumer is unknown here.
     const double work = CostModelOn() && GraphBelowHandoff(root) ? 0 : kUnknownNs;
     if (!RootAsyncPaysOff(work, kUnknownNs)) {

@@ -147,6 +147,69 @@ TEST(BatchOfOneTest, StringsAndErrorsAreUnchanged) {
   EXPECT_NE(r.status().message().find("element 0"), std::string::npos) << r.status();
 }
 
+TEST(BatchOfOneTest, EveryComponentAndTheNamesAreKept) {
+  // Two numeric components (each the whole of its buffer) and names, through Batch(1)
+  // and the fused MapAndBatch(1): each row comes back reshaped to [1, ...], values and
+  // names intact; a row with a string component takes the per-component path.
+  const Function tag =
+      Function::Map("tag", [](Element e, FunctionContext&) -> Result<Element> {
+        Tensor v = Tensor::FromVector<float>({1.5f, 2.5f});
+        return Element({e[0], v}, MakeNames({"id", "vec"}));
+      });
+  for (bool defaults : {false, true}) {
+    Options o;
+    o.optimization.apply_default_optimizations = defaults;
+    auto it = Dataset::Range(3).Map(tag).Batch(1).MakeIterator(o);
+    ASSERT_TRUE(it.ok()) << it.status();
+    for (int64_t i = 0; i < 3; ++i) {
+      auto e = (*it)->GetNext();
+      ASSERT_TRUE(e.ok() && e->has_value()) << "defaults=" << defaults;
+      ASSERT_EQ((*e)->size(), 2u);
+      EXPECT_EQ((**e)[0].shape(), Shape({1}));
+      EXPECT_EQ((**e)[0].flat<int64_t>()[0], i);
+      EXPECT_EQ((**e)[1].shape(), Shape({1, 2}));
+      EXPECT_EQ((**e)[1].flat<float>()[1], 2.5f);
+      ASSERT_NE((*e)->names(), nullptr);
+      EXPECT_EQ(*(*e)->names(), (std::vector<std::string>{"id", "vec"}));
+    }
+  }
+  Options o;
+  o.optimization.apply_default_optimizations = false;
+  auto mixed =
+      Dataset::Zip({Dataset::Range(2),
+                    Dataset::FromTensorSlices({Tensor::FromStrings({"x", "y"})})})
+          .Batch(1)
+          .MakeIterator(o);
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  auto e = (*mixed)->GetNext();
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((**e)[0].shape(), Shape({1}));
+  EXPECT_EQ((**e)[1].shape(), Shape({1}));
+  EXPECT_EQ((**e)[1].flat<std::string>()[0], "x");
+}
+
+TEST(BatchOfOneTest, FusedBatchOfOneErrorNamesTheLaterElement) {
+  // The failing call is the third element's: the error names its position, and the
+  // first two batches came out.
+  const Function third =
+      Function::Map("third", [](Element e, FunctionContext&) -> Result<Element> {
+        if (e[0].scalar<int64_t>() == 2) return InvalidArgumentError("boom");
+        return e;
+      });
+  auto it =
+      Dataset::Range(4).Map(Named("ok")).Map(third).Batch(1).MakeIterator(Options());
+  ASSERT_TRUE(it.ok()) << it.status();
+  for (int i = 0; i < 2; ++i) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
+  }
+  auto r = (*it)->GetNext();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("in function 'ok+third'"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("element 2"), std::string::npos) << r.status();
+}
+
 TEST(TensorMoveTest, RvalueSubTensorAndReshapeTakeTheBuffer) {
   Tensor t = Tensor::FromVector<int64_t>({4, 5});
   const Buffer* buffer = t.buffer().get();

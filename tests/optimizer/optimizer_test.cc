@@ -809,6 +809,21 @@ TEST_F(OptimizerTest, CostModelKeepsCheapWorkSequential) {
   EXPECT_NE(ReportOf(ic, "inject_prefetch").find("kept the root synchronous"),
             std::string::npos);
   EXPECT_EQ(Optimize(cheap.Map(AddOne()), ip).changes("inject_prefetch"), 1);
+  // Element plumbing over an async op (its work overlaps the consumer already): none.
+  for (Dataset plumbed : {Dataset::Range(50).Map(AddOne(), kAutotune).Unbatch(),
+                          Dataset::Range(50).Map(AddOne(), 2).Take(10).Skip(1)}) {
+    Optimized pr = Optimize(plumbed, ip);
+    EXPECT_EQ(pr.root.get(), NodeOf(plumbed).get());
+    EXPECT_NE(ReportOf(pr, "inject_prefetch")
+                  .find("only element plumbing above the "
+                        "asynchronous ParallelMap"),
+              std::string::npos)
+        << ReportOf(pr, "inject_prefetch");
+  }
+  // Plumbing over sequential work of unknown cost still gets one.
+  EXPECT_EQ(
+      Optimize(Dataset::Range(50).Map(AddOne()).Unbatch(), ip).changes("inject_prefetch"),
+      1);
   // In-memory slices of small rows under a shuffle and a batch: no prefetch; rows whose
   // copy alone exceeds a handoff (256 KiB) get one.
   Dataset small =
