@@ -224,6 +224,19 @@ class AsyncBufferIterator final : public IteratorBase {
   // default target, so tests of the groups' contracts raise it to get groups anyway.
   static void SetGroupTargetNsForTesting(int64_t ns);
   static int64_t GroupTargetNs();
+  // Tests: counts since the process started, over every grouped iterator: groups run,
+  // wakes the consumer sent the runner (a taken slot, a used-up group, a wait), and wakes
+  // a finished group sent a waiting consumer (see "Groups": about one each per group).
+  struct GroupSignals {
+    int64_t groups = 0;
+    int64_t runner_signals = 0;
+    int64_t consumer_signals = 0;
+  };
+  static GroupSignals GroupSignalsForTesting();
+  // The consumer releases its group's charges from a limited budget in batches of this
+  // many elements or bytes (see "Groups").
+  static constexpr int64_t kReleaseBatch = 32;
+  static constexpr int64_t kReleaseBatchBytes = 64 << 10;
 
   // Tunables (thread-safe; take effect at once).
   void set_parallelism(int64_t p);
@@ -315,8 +328,13 @@ class AsyncBufferIterator final : public IteratorBase {
   // The next result of the consumer's group (group_), handing its charge on; nullopt
   // when the group is used up. GetNext's thread only, no lock.
   std::optional<Result<std::optional<Element>>> TakeFromGroup();
-  // Marks a slot done with its result and settles its reservation.
-  void CompleteLocked(Slot* s, Result<std::optional<Element>> result) REQUIRES(mu_);
+  // Releases the charges of the results TakeFromGroup handed out since the last flush.
+  void FlushGroupRelease();
+  // Marks a slot done with its result and settles its reservation. Wakes the consumer
+  // when it waits for this slot, unless `defer_wake` (the caller signals consumer_cv_
+  // after unlocking mu_); returns whether it should be woken.
+  bool CompleteLocked(Slot* s, Result<std::optional<Element>> result,
+                      bool defer_wake = false) REQUIRES(mu_);
   // Takes a ready slot (deterministic: only the oldest), or null.
   std::unique_ptr<Slot> TakeReadyLocked() REQUIRES(mu_);
   bool QuiescentLocked() const REQUIRES(mu_);
@@ -363,6 +381,8 @@ class AsyncBufferIterator final : public IteratorBase {
   // True while a consumer waits here with nothing ready (read by upstream buffers).
   std::atomic<bool> starving_{false};
   bool fetching_ GUARDED_BY(mu_) = false;        // runner inside input GetNext
+  // The slots' runner waits on the budget (a waiting consumer or a taken slot wakes it).
+  bool runner_budget_wait_ GUARDED_BY(mu_) = false;
   mutable bool paused_ GUARDED_BY(mu_) = false;  // Save in progress
   bool cancelled_ GUARDED_BY(mu_) = false;
   bool input_end_ GUARDED_BY(mu_) = false;
@@ -397,6 +417,10 @@ class AsyncBufferIterator final : public IteratorBase {
   // The group GetNext's thread is handing out and its cursor (that thread only).
   std::unique_ptr<Slot> group_;
   size_t group_next_ = 0;
+  // Charges of results handed out from group_, not yet released (still in
+  // group_->reserved), and how many results they are (that thread only).
+  int64_t group_unreleased_ = 0;
+  int64_t group_unreleased_count_ = 0;
   // Used groups' slots, kept for the runner's next groups (at most kFreeSlots).
   static constexpr size_t kFreeSlots = 8;
   std::vector<std::unique_ptr<Slot>> free_slots_ GUARDED_BY(mu_);
