@@ -223,9 +223,12 @@ void AsyncBufferIterator::RunnerLoop() {
   SetCurrentThreadName("sluice-" + node().op());
   MutexLock l(&mu_);
   while (true) {
+    // Groups: a full buffer waits until it is half empty (see "Groups").
+    if (grouped_ && buffered_elements_ >= ElementLimit()) runner_refill_ = true;
     runner_cv_.Wait(&mu_, [this]() REQUIRES(mu_) {
       return cancelled_ || inline_mode() || (!paused_ && HasRoomLocked());
     });
+    runner_refill_ = false;
     if (cancelled_ || inline_mode()) break;
     // Admission against the memory budget (rules in memory_budget.h). A unit reserves its
     // estimate before it starts; before the first result tells the size, at most
@@ -776,7 +779,9 @@ int64_t AsyncBufferIterator::ResultBytes(const Result<std::optional<Element>>& r
 
 bool AsyncBufferIterator::HasRoomLocked() const {
   if (!grouped_) return static_cast<int64_t>(slots_.size()) < capacity();
-  return buffered_elements_ < ElementLimit();
+  const int64_t limit = ElementLimit();
+  if (runner_refill_ && group_size() > 1) return buffered_elements_ <= limit / 2;
+  return buffered_elements_ < limit;
 }
 
 int64_t AsyncBufferIterator::ElementLimit() const {
@@ -990,6 +995,16 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
     return GetNextInline();
   }
   if (ring_ != nullptr) return GetNextRing();
+  // A used-up group's room wakes a waiting runner after mu_ is released (declared before
+  // the lock, so destroyed after it), or before this thread waits.
+  bool wake_runner = false;
+  struct WakeAfterUnlock {
+    CondVar* cv;
+    const bool* on;
+    ~WakeAfterUnlock() {
+      if (*on) cv->SignalAll();
+    }
+  } wake_after{&runner_cv_, &wake_runner};
   MutexLock l(&mu_);
   runner_started_ = true;
   while (true) {
@@ -1014,8 +1029,10 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
         free_slots_.push_back(std::move(group_));
       }
       group_.reset();
-      test_runner_signals.fetch_add(1, std::memory_order_relaxed);
-      runner_cv_.SignalAll();
+      if (HasRoomLocked() && !wake_runner) {
+        test_runner_signals.fetch_add(1, std::memory_order_relaxed);
+        wake_runner = true;
+      }
     }
     if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
     std::unique_ptr<Slot> s = TakeReadyLocked();
@@ -1047,6 +1064,10 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
       runner_ = std::thread([this] { RunnerLoop(); });
     }
     // Wait, telling the runner who waits (see UrgentLocked).
+    if (wake_runner) {
+      runner_cv_.SignalAll();
+      wake_runner = false;
+    }
     const std::atomic<bool>* waiter = BeginWaitLocked();
     consumer_cv_.Wait(&mu_);
     EndWaitLocked(waiter);

@@ -383,6 +383,8 @@ class AsyncBufferIterator final : public IteratorBase {
   bool fetching_ GUARDED_BY(mu_) = false;        // runner inside input GetNext
   // The slots' runner waits on the budget (a waiting consumer or a taken slot wakes it).
   bool runner_budget_wait_ GUARDED_BY(mu_) = false;
+  // Groups: the runner found the buffer full and waits until it is half empty.
+  bool runner_refill_ GUARDED_BY(mu_) = false;
   mutable bool paused_ GUARDED_BY(mu_) = false;  // Save in progress
   bool cancelled_ GUARDED_BY(mu_) = false;
   bool input_end_ GUARDED_BY(mu_) = false;
