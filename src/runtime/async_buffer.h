@@ -92,7 +92,16 @@
 // one element per slot. A group's pull also ends when it has taken kGroupTargetNs (a slow
 // input never holds a group back long), at an input error (the error becomes the group's
 // last result; the elements before it are processed) or at the end of input. Used groups'
-// slots are kept for the runner's next groups (their vectors keep their room). What
+// slots are kept for the runner's next groups (their vectors keep their room). Wakes
+// (cheap work is mostly wake-ups): the consumer wakes the runner only when a used-up
+// group gives room back (not when it takes a group, nor when it waits unless the runner
+// waits on the budget), after releasing mu_; a runner that found the buffer full waits
+// until it is half empty once groups hold more than one element (one wake per two
+// groups; g = 1 keeps waiting for one slot); a finished group wakes the consumer only
+// when it waits for that group (deterministic: the oldest), after releasing mu_. Under a
+// limited budget the consumer releases handed-out results' charges in batches of
+// kReleaseBatch elements or kReleaseBatchBytes (the rest when the group is used up), so
+// up to that much stays charged a little longer: the budget errs on the safe side. What
 // stays: the order (deterministic: groups in input order, results in order inside each;
 // otherwise groups as they finish), errors (a failing element yields its error at its
 // position and the group goes on), the memory budget (each element reserves its estimate
