@@ -49,6 +49,7 @@ thread_local FetchScope* tls_fetch = nullptr;
 std::atomic<int64_t> test_groups{0};
 std::atomic<int64_t> test_runner_signals{0};
 std::atomic<int64_t> test_consumer_signals{0};
+std::atomic<int64_t> test_runner_groups{0};
 }  // namespace
 
 FetchScope::FetchScope(bool reserved, const std::atomic<bool>* starving)
@@ -322,6 +323,17 @@ void AsyncBufferIterator::RunnerLoop() {
           FinishSafely([&] { return processor_->Finish(&s->unit); });
       l.Lock();
       CompleteLocked(s, std::move(out));
+    } else if (grouped_ && s->elements > 1 && running_parts_ < parallelism() &&
+               2 * buffered_elements_ >= ElementLimit()) {
+      // The buffer is at least half full: the runner is ahead of the consumer and has
+      // time to run the group itself, sparing a pool task's handoff (see "Groups").
+      s->parts = s->parts_left = 1;
+      ++running_parts_;
+      ++running_tasks_;
+      test_runner_groups.fetch_add(1, std::memory_order_relaxed);
+      l.Unlock();
+      RunPart(Part{s, 0});
+      l.Lock();
     } else {
       s->parts = s->parts_left = parts;
       for (int i = 0; i < parts; ++i) pending_.push_back(Part{s, i});
@@ -709,7 +721,8 @@ std::atomic<int64_t> group_target_override_ns{0};
 AsyncBufferIterator::GroupSignals AsyncBufferIterator::GroupSignalsForTesting() {
   return {test_groups.load(std::memory_order_relaxed),
           test_runner_signals.load(std::memory_order_relaxed),
-          test_consumer_signals.load(std::memory_order_relaxed)};
+          test_consumer_signals.load(std::memory_order_relaxed),
+          test_runner_groups.load(std::memory_order_relaxed)};
 }
 
 void AsyncBufferIterator::SetGroupTargetNsForTesting(int64_t ns) {

@@ -98,7 +98,11 @@
 // waits on the budget), after releasing mu_; a runner that found the buffer full waits
 // until it is half empty once groups hold more than one element (one wake per two
 // groups; g = 1 keeps waiting for one slot); a finished group wakes the consumer only
-// when it waits for that group (deterministic: the oldest), after releasing mu_. Under a
+// when it waits for that group (deterministic: the oldest), after releasing mu_. While the
+// buffer is at least half full (the runner is ahead of its consumer) the runner runs a
+// group of more than one element itself, as the pool would (RunPart: counted against the
+// parallelism and in running tasks, so Save and the destructor wait for it), sparing the
+// pool's wake-up; when the consumer catches up the groups go to the pool again. Under a
 // limited budget the consumer releases handed-out results' charges in batches of
 // kReleaseBatch elements or kReleaseBatchBytes (the rest when the group is used up), so
 // up to that much stays charged a little longer: the budget errs on the safe side. What
@@ -116,7 +120,7 @@
 // every buffered group's results, one entry per element, in order; Restore refills
 // one-element slots, so the restored iterator yields exactly the same sequence),
 // cancellation, inline mode (untouched: it has no slots) and the stats plane (a group is
-// one pool task; its CPU is the op's, its elements are counted as they are returned;
+// one task, on the pool or the runner; its CPU is the op's, its elements are counted as they are returned;
 // gauges count elements).
 //
 // Thread-safety: GetNext/Save/Restore from one thread at a time (IteratorBase contract);
@@ -240,6 +244,7 @@ class AsyncBufferIterator final : public IteratorBase {
     int64_t groups = 0;
     int64_t runner_signals = 0;
     int64_t consumer_signals = 0;
+    int64_t runner_groups = 0;  // groups the runner ran itself (a half-full buffer)
   };
   static GroupSignals GroupSignalsForTesting();
   // The consumer releases its group's charges from a limited budget in batches of this
