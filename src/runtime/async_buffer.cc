@@ -40,6 +40,9 @@ inline void CpuRelax() {
 #endif
 }
 constexpr int64_t kMaxCheckpointSlots = int64_t{1} << 20;
+// The smallest group the runner runs itself (see "Groups"): cheap work only (at most
+// 1/16 of the group target per element), where the pool's wake-up is a large share.
+constexpr int64_t kRunnerGroupMin = 16;
 // How long the runner sleeps between retries when the memory budget is full (other
 // operators' releases do not wake it).
 constexpr auto kBudgetRetry = std::chrono::milliseconds(2);
@@ -323,7 +326,8 @@ void AsyncBufferIterator::RunnerLoop() {
           FinishSafely([&] { return processor_->Finish(&s->unit); });
       l.Lock();
       CompleteLocked(s, std::move(out));
-    } else if (grouped_ && s->elements > 1 && running_parts_ < parallelism() &&
+    } else if (grouped_ && s->elements >= kRunnerGroupMin &&
+               running_parts_ < parallelism() &&
                2 * buffered_elements_ >= ElementLimit()) {
       // The buffer is at least half full: the runner is ahead of the consumer and has
       // time to run the group itself, sparing a pool task's handoff (see "Groups").

@@ -96,14 +96,14 @@
 // (cheap work is mostly wake-ups): the consumer wakes the runner only when a used-up
 // group gives room back (not when it takes a group, nor when it waits unless the runner
 // waits on the budget), after releasing mu_; a runner that found the buffer full waits
-// until it is half empty once groups hold more than one element (one wake per two
-// groups; g = 1 keeps waiting for one slot); a finished group wakes the consumer only
-// when it waits for that group (deterministic: the oldest), after releasing mu_. While the
-// buffer is at least half full (the runner is ahead of its consumer) the runner runs a
-// group of more than one element itself, as the pool would (RunPart: counted against the
-// parallelism and in running tasks, so Save and the destructor wait for it), sparing the
-// pool's wake-up; when the consumer catches up the groups go to the pool again. Under a
-// limited budget the consumer releases handed-out results' charges in batches of
+// until it is half empty once groups hold more than one element (one wake per two groups;
+// g = 1 keeps waiting for one slot); a finished group wakes the consumer only when it
+// waits for that group (deterministic: the oldest), after releasing mu_. While the buffer
+// is at least half full (the runner is ahead of its consumer) the runner runs a group of
+// at least 16 elements (cheap work) itself, as the pool would (RunPart: counted against
+// the parallelism and in running tasks, so Save and the destructor wait for it), sparing
+// the pool's wake-up; when the consumer catches up the groups go to the pool again. Under
+// a limited budget the consumer releases handed-out results' charges in batches of
 // kReleaseBatch elements or kReleaseBatchBytes (the rest when the group is used up), so
 // up to that much stays charged a little longer: the budget errs on the safe side. What
 // stays: the order (deterministic: groups in input order, results in order inside each;
@@ -120,8 +120,8 @@
 // every buffered group's results, one entry per element, in order; Restore refills
 // one-element slots, so the restored iterator yields exactly the same sequence),
 // cancellation, inline mode (untouched: it has no slots) and the stats plane (a group is
-// one task, on the pool or the runner; its CPU is the op's, its elements are counted as they are returned;
-// gauges count elements).
+// one task, on the pool or the runner; its CPU is the op's, its elements are counted as
+// they are returned; gauges count elements).
 //
 // Thread-safety: GetNext/Save/Restore from one thread at a time (IteratorBase contract);
 // Cancel and stats from any thread. Internal state is GUARDED_BY(mu_), except the ring
