@@ -40,11 +40,19 @@ inline void CpuRelax() {
 #endif
 }
 constexpr int64_t kMaxCheckpointSlots = int64_t{1} << 20;
+// The smallest group the runner runs itself (see "Groups"): cheap work only (at most
+// 1/16 of the group target per element), where the pool's wake-up is a large share.
+constexpr int64_t kRunnerGroupMin = 16;
 // How long the runner sleeps between retries when the memory budget is full (other
 // operators' releases do not wake it).
 constexpr auto kBudgetRetry = std::chrono::milliseconds(2);
 // The FetchScope of this thread, if it is fetching for a buffer.
 thread_local FetchScope* tls_fetch = nullptr;
+// GroupSignalsForTesting's counts (once per group or wake, never per element).
+std::atomic<int64_t> test_groups{0};
+std::atomic<int64_t> test_runner_signals{0};
+std::atomic<int64_t> test_consumer_signals{0};
+std::atomic<int64_t> test_runner_groups{0};
 }  // namespace
 
 FetchScope::FetchScope(bool reserved, const std::atomic<bool>* starving)
@@ -219,9 +227,12 @@ void AsyncBufferIterator::RunnerLoop() {
   SetCurrentThreadName("sluice-" + node().op());
   MutexLock l(&mu_);
   while (true) {
+    // Groups: a full buffer waits until it is half empty (see "Groups").
+    if (grouped_ && buffered_elements_ >= ElementLimit()) runner_refill_ = true;
     runner_cv_.Wait(&mu_, [this]() REQUIRES(mu_) {
       return cancelled_ || inline_mode() || (!paused_ && HasRoomLocked());
     });
+    runner_refill_ = false;
     if (cancelled_ || inline_mode()) break;
     // Admission against the memory budget (rules in memory_budget.h). A unit reserves its
     // estimate before it starts; before the first result tells the size, at most
@@ -236,7 +247,9 @@ void AsyncBufferIterator::RunnerLoop() {
     if (admitted) {
       reserve = std::max<int64_t>(estimate_, 0);
     } else if (!UrgentLocked()) {
+      runner_budget_wait_ = true;  // a waiting consumer wakes it (BeginWaitLocked)
       runner_cv_.WaitFor(&mu_, kBudgetRetry);
+      runner_budget_wait_ = false;
       continue;
     }
     std::unique_ptr<Slot> slot;
@@ -313,6 +326,18 @@ void AsyncBufferIterator::RunnerLoop() {
           FinishSafely([&] { return processor_->Finish(&s->unit); });
       l.Lock();
       CompleteLocked(s, std::move(out));
+    } else if (grouped_ && s->elements >= kRunnerGroupMin &&
+               running_parts_ < parallelism() &&
+               2 * buffered_elements_ >= ElementLimit()) {
+      // The buffer is at least half full: the runner is ahead of the consumer and has
+      // time to run the group itself, sparing a pool task's handoff (see "Groups").
+      s->parts = s->parts_left = 1;
+      ++running_parts_;
+      ++running_tasks_;
+      test_runner_groups.fetch_add(1, std::memory_order_relaxed);
+      l.Unlock();
+      RunPart(Part{s, 0});
+      l.Lock();
     } else {
       s->parts = s->parts_left = parts;
       for (int i = 0; i < parts; ++i) pending_.push_back(Part{s, i});
@@ -581,7 +606,12 @@ const std::atomic<bool>* AsyncBufferIterator::BeginWaitLocked() {
     ++waiting_unreserved_;
   }
   starving_.store(true, std::memory_order_relaxed);
-  runner_cv_.SignalAll();
+  // Only a runner waiting on the budget looks at waiters (UrgentLocked); one waiting for
+  // room is woken by the room.
+  if (ring_ != nullptr || runner_budget_wait_) {
+    if (grouped_) test_runner_signals.fetch_add(1, std::memory_order_relaxed);
+    runner_cv_.SignalAll();
+  }
   return waiter;
 }
 
@@ -656,6 +686,7 @@ void AsyncBufferIterator::RunPart(Part p) {
   MutexLock l(&mu_);
   --running_parts_;
   const bool last = --p.slot->parts_left == 0;
+  bool wake = false;
   std::vector<Part> start = TakePartsToStart();
   if (last) {
     l.Unlock();
@@ -674,11 +705,12 @@ void AsyncBufferIterator::RunPart(Part p) {
     }
     timer.reset();
     l.Lock();
-    CompleteLocked(p.slot, std::move(out));
+    wake = CompleteLocked(p.slot, std::move(out), /*defer_wake=*/true);
     PublishGaugesLocked();
   }
   timer.reset();
   l.Unlock();
+  if (wake) consumer_cv_.SignalAll();  // after unlocking: the consumer takes mu_ at once
   Schedule(std::move(start));
   l.Lock();
   // Last touch of `this`: the destructor waits for running_tasks_ == 0 under mu_.
@@ -689,6 +721,13 @@ void AsyncBufferIterator::RunPart(Part p) {
 namespace {
 std::atomic<int64_t> group_target_override_ns{0};
 }  // namespace
+
+AsyncBufferIterator::GroupSignals AsyncBufferIterator::GroupSignalsForTesting() {
+  return {test_groups.load(std::memory_order_relaxed),
+          test_runner_signals.load(std::memory_order_relaxed),
+          test_consumer_signals.load(std::memory_order_relaxed),
+          test_runner_groups.load(std::memory_order_relaxed)};
+}
 
 void AsyncBufferIterator::SetGroupTargetNsForTesting(int64_t ns) {
   group_target_override_ns.store(ns, std::memory_order_relaxed);
@@ -701,6 +740,7 @@ int64_t AsyncBufferIterator::GroupTargetNs() {
 
 void AsyncBufferIterator::RunGroup(Slot* s) {
   // Each element as a one-element unit of its own position, in order.
+  test_groups.fetch_add(1, std::memory_order_relaxed);
   const int64_t start = MonotonicNs();
   const size_t n = s->unit.inputs.size();
   s->results.reserve(n + 1);
@@ -756,7 +796,9 @@ int64_t AsyncBufferIterator::ResultBytes(const Result<std::optional<Element>>& r
 
 bool AsyncBufferIterator::HasRoomLocked() const {
   if (!grouped_) return static_cast<int64_t>(slots_.size()) < capacity();
-  return buffered_elements_ < ElementLimit();
+  const int64_t limit = ElementLimit();
+  if (runner_refill_ && group_size() > 1) return buffered_elements_ <= limit / 2;
+  return buffered_elements_ < limit;
 }
 
 int64_t AsyncBufferIterator::ElementLimit() const {
@@ -806,6 +848,15 @@ void AsyncBufferIterator::PullGroupRest(Slot* s, int64_t want, int64_t estimate,
   *reserved += scope.TakeTransferred();
 }
 
+void AsyncBufferIterator::FlushGroupRelease() {
+  if (group_unreleased_ > 0) {
+    group_->reserved -= group_unreleased_;
+    runtime_->memory().Release(group_unreleased_);
+  }
+  group_unreleased_ = 0;
+  group_unreleased_count_ = 0;
+}
+
 std::optional<Result<std::optional<Element>>> AsyncBufferIterator::TakeFromGroup() {
   std::vector<Result<std::optional<Element>>>& results = group_->results;
   while (group_next_ < results.size()) {
@@ -820,9 +871,13 @@ std::optional<Result<std::optional<Element>>> AsyncBufferIterator::TakeFromGroup
         group_->reserved -= bytes;
         tls_fetch->AddTransferred(bytes);
       } else if (runtime_->memory().limit() > 0) {
-        const int64_t bytes = ResultBytes(r);
-        group_->reserved -= bytes;
-        runtime_->memory().Release(bytes);
+        // Released in batches (see "Groups"): the bytes stay in group_->reserved until
+        // then, and what is left leaves when the group is used up.
+        group_unreleased_ += ResultBytes(r);
+        if (++group_unreleased_count_ >= kReleaseBatch ||
+            group_unreleased_ >= kReleaseBatchBytes) {
+          FlushGroupRelease();
+        }
       }
     } else if (r.ok()) {
       continue;  // dropped (filter)
@@ -832,7 +887,8 @@ std::optional<Result<std::optional<Element>>> AsyncBufferIterator::TakeFromGroup
   return std::nullopt;
 }
 
-void AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>> result) {
+bool AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>> result,
+                                         bool defer_wake) {
   s->done = true;
   starving_.store(false, std::memory_order_relaxed);  // something is ready now
   s->unit.inputs.clear();
@@ -859,8 +915,14 @@ void AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>>
     estimate_ = largest;
     runner_cv_.SignalAll();  // it may be waiting for the first size
   }
-  consumer_cv_.SignalAll();
   idle_cv_.SignalAll();
+  // Wake the consumer only when it waits and can take this slot (deterministic: the
+  // oldest); every other state it waits for signals on its own.
+  const bool wake = (waiting_unreserved_ > 0 || !reserved_waiters_.empty()) &&
+                    (!deterministic_ || slots_.empty() || slots_.front().get() == s);
+  if (wake && grouped_) test_consumer_signals.fetch_add(1, std::memory_order_relaxed);
+  if (wake && !defer_wake) consumer_cv_.SignalAll();
+  return wake;
 }
 
 std::unique_ptr<AsyncBufferIterator::Slot> AsyncBufferIterator::TakeReadyLocked() {
@@ -873,7 +935,12 @@ std::unique_ptr<AsyncBufferIterator::Slot> AsyncBufferIterator::TakeReadyLocked(
   }
   std::unique_ptr<Slot> s = std::move(*it);
   slots_.erase(it);
-  runner_cv_.SignalAll();
+  // A group's room comes back when it is used up (GetNextInternal); the slot count
+  // matters to a runner waiting on the budget.
+  if (!grouped_ || runner_budget_wait_) {
+    if (grouped_) test_runner_signals.fetch_add(1, std::memory_order_relaxed);
+    runner_cv_.SignalAll();
+  }
   if (grouped_) return s;  // its results' charges move on one by one (TakeFromGroup)
   // Handing the element to a buffer's fetch moves its charge along; otherwise it leaves
   // the budget here.
@@ -945,6 +1012,16 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
     return GetNextInline();
   }
   if (ring_ != nullptr) return GetNextRing();
+  // A used-up group's room wakes a waiting runner after mu_ is released (declared before
+  // the lock, so destroyed after it), or before this thread waits.
+  bool wake_runner = false;
+  struct WakeAfterUnlock {
+    CondVar* cv;
+    const bool* on;
+    ~WakeAfterUnlock() {
+      if (*on) cv->SignalAll();
+    }
+  } wake_after{&runner_cv_, &wake_runner};
   MutexLock l(&mu_);
   runner_started_ = true;
   while (true) {
@@ -952,7 +1029,9 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
       // Used up (or cancelled): its elements leave the count, what it still holds the
       // budget.
       buffered_elements_ -= group_->elements;
-      runtime_->memory().Release(group_->reserved);
+      runtime_->memory().Release(group_->reserved);  // with the unreleased bytes
+      group_unreleased_ = 0;
+      group_unreleased_count_ = 0;
       if (free_slots_.size() < kFreeSlots) {
         // Kept for the runner's next group: its vectors keep their room.
         group_->unit.inputs.clear();
@@ -967,7 +1046,10 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
         free_slots_.push_back(std::move(group_));
       }
       group_.reset();
-      runner_cv_.SignalAll();
+      if (HasRoomLocked() && !wake_runner) {
+        test_runner_signals.fetch_add(1, std::memory_order_relaxed);
+        wake_runner = true;
+      }
     }
     if (cancelled_) return CancelledError(node().op() + ": iterator cancelled");
     std::unique_ptr<Slot> s = TakeReadyLocked();
@@ -999,6 +1081,10 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
       runner_ = std::thread([this] { RunnerLoop(); });
     }
     // Wait, telling the runner who waits (see UrgentLocked).
+    if (wake_runner) {
+      runner_cv_.SignalAll();
+      wake_runner = false;
+    }
     const std::atomic<bool>* waiter = BeginWaitLocked();
     consumer_cv_.Wait(&mu_);
     EndWaitLocked(waiter);

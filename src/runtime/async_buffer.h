@@ -92,7 +92,20 @@
 // one element per slot. A group's pull also ends when it has taken kGroupTargetNs (a slow
 // input never holds a group back long), at an input error (the error becomes the group's
 // last result; the elements before it are processed) or at the end of input. Used groups'
-// slots are kept for the runner's next groups (their vectors keep their room). What
+// slots are kept for the runner's next groups (their vectors keep their room). Wakes
+// (cheap work is mostly wake-ups): the consumer wakes the runner only when a used-up
+// group gives room back (not when it takes a group, nor when it waits unless the runner
+// waits on the budget), after releasing mu_; a runner that found the buffer full waits
+// until it is half empty once groups hold more than one element (one wake per two groups;
+// g = 1 keeps waiting for one slot); a finished group wakes the consumer only when it
+// waits for that group (deterministic: the oldest), after releasing mu_. While the buffer
+// is at least half full (the runner is ahead of its consumer) the runner runs a group of
+// at least 16 elements (cheap work) itself, as the pool would (RunPart: counted against
+// the parallelism and in running tasks, so Save and the destructor wait for it), sparing
+// the pool's wake-up; when the consumer catches up the groups go to the pool again. Under
+// a limited budget the consumer releases handed-out results' charges in batches of
+// kReleaseBatch elements or kReleaseBatchBytes (the rest when the group is used up), so
+// up to that much stays charged a little longer: the budget errs on the safe side. What
 // stays: the order (deterministic: groups in input order, results in order inside each;
 // otherwise groups as they finish), errors (a failing element yields its error at its
 // position and the group goes on), the memory budget (each element reserves its estimate
@@ -107,8 +120,8 @@
 // every buffered group's results, one entry per element, in order; Restore refills
 // one-element slots, so the restored iterator yields exactly the same sequence),
 // cancellation, inline mode (untouched: it has no slots) and the stats plane (a group is
-// one pool task; its CPU is the op's, its elements are counted as they are returned;
-// gauges count elements).
+// one task, on the pool or the runner; its CPU is the op's, its elements are counted as
+// they are returned; gauges count elements).
 //
 // Thread-safety: GetNext/Save/Restore from one thread at a time (IteratorBase contract);
 // Cancel and stats from any thread. Internal state is GUARDED_BY(mu_), except the ring
@@ -224,6 +237,20 @@ class AsyncBufferIterator final : public IteratorBase {
   // default target, so tests of the groups' contracts raise it to get groups anyway.
   static void SetGroupTargetNsForTesting(int64_t ns);
   static int64_t GroupTargetNs();
+  // Tests: counts since the process started, over every grouped iterator: groups run,
+  // wakes the consumer sent the runner (a taken slot, a used-up group, a wait), and wakes
+  // a finished group sent a waiting consumer (see "Groups": about one each per group).
+  struct GroupSignals {
+    int64_t groups = 0;
+    int64_t runner_signals = 0;
+    int64_t consumer_signals = 0;
+    int64_t runner_groups = 0;  // groups the runner ran itself (a half-full buffer)
+  };
+  static GroupSignals GroupSignalsForTesting();
+  // The consumer releases its group's charges from a limited budget in batches of this
+  // many elements or bytes (see "Groups").
+  static constexpr int64_t kReleaseBatch = 32;
+  static constexpr int64_t kReleaseBatchBytes = 64 << 10;
 
   // Tunables (thread-safe; take effect at once).
   void set_parallelism(int64_t p);
@@ -315,8 +342,13 @@ class AsyncBufferIterator final : public IteratorBase {
   // The next result of the consumer's group (group_), handing its charge on; nullopt
   // when the group is used up. GetNext's thread only, no lock.
   std::optional<Result<std::optional<Element>>> TakeFromGroup();
-  // Marks a slot done with its result and settles its reservation.
-  void CompleteLocked(Slot* s, Result<std::optional<Element>> result) REQUIRES(mu_);
+  // Releases the charges of the results TakeFromGroup handed out since the last flush.
+  void FlushGroupRelease();
+  // Marks a slot done with its result and settles its reservation. Wakes the consumer
+  // when it waits for this slot, unless `defer_wake` (the caller signals consumer_cv_
+  // after unlocking mu_); returns whether it should be woken.
+  bool CompleteLocked(Slot* s, Result<std::optional<Element>> result,
+                      bool defer_wake = false) REQUIRES(mu_);
   // Takes a ready slot (deterministic: only the oldest), or null.
   std::unique_ptr<Slot> TakeReadyLocked() REQUIRES(mu_);
   bool QuiescentLocked() const REQUIRES(mu_);
@@ -363,6 +395,10 @@ class AsyncBufferIterator final : public IteratorBase {
   // True while a consumer waits here with nothing ready (read by upstream buffers).
   std::atomic<bool> starving_{false};
   bool fetching_ GUARDED_BY(mu_) = false;        // runner inside input GetNext
+  // The slots' runner waits on the budget (a waiting consumer or a taken slot wakes it).
+  bool runner_budget_wait_ GUARDED_BY(mu_) = false;
+  // Groups: the runner found the buffer full and waits until it is half empty.
+  bool runner_refill_ GUARDED_BY(mu_) = false;
   mutable bool paused_ GUARDED_BY(mu_) = false;  // Save in progress
   bool cancelled_ GUARDED_BY(mu_) = false;
   bool input_end_ GUARDED_BY(mu_) = false;
@@ -397,6 +433,10 @@ class AsyncBufferIterator final : public IteratorBase {
   // The group GetNext's thread is handing out and its cursor (that thread only).
   std::unique_ptr<Slot> group_;
   size_t group_next_ = 0;
+  // Charges of results handed out from group_, not yet released (still in
+  // group_->reserved), and how many results they are (that thread only).
+  int64_t group_unreleased_ = 0;
+  int64_t group_unreleased_count_ = 0;
   // Used groups' slots, kept for the runner's next groups (at most kFreeSlots).
   static constexpr size_t kFreeSlots = 8;
   std::vector<std::unique_ptr<Slot>> free_slots_ GUARDED_BY(mu_);

@@ -189,6 +189,68 @@ TEST(GroupedUnits, MemoryBudgetBoundsGroupedBytes) {
   EXPECT_GE(OpStats(it->get(), "ParallelMap").buffer_limit, 4 * 2) << "no groups formed";
 }
 
+TEST(GroupedUnits, OneWakeEachWayPerGroupAtMost) {
+  ManyElementGroups groups;
+  // A consumer that never waits is never woken, and the runner is woken when the buffer
+  // has room for it again (not when a group is taken, nor when the consumer waits for
+  // room it does not need). The counts are process-wide; nothing else runs in this test.
+  const AsyncBufferIterator::GroupSignals before =
+      AsyncBufferIterator::GroupSignalsForTesting();
+  auto it = MakeIteratorAsBuilt(Dataset::Range(1 << 14).Map(Identity(), 2), TwoCores());
+  ASSERT_TRUE(it.ok());
+  int64_t n = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+    // A slow consumer: the buffer is full ahead of it after the first groups.
+    if (++n % 128 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+  }
+  EXPECT_EQ(n, 1 << 14);
+  const AsyncBufferIterator::GroupSignals after =
+      AsyncBufferIterator::GroupSignalsForTesting();
+  const int64_t g = after.groups - before.groups;
+  EXPECT_GE(g, 8);
+  // A runner that found the buffer full waits until it is half empty: about one wake per
+  // two groups. (Before: two per group, one when taken and one when used up.)
+  EXPECT_LE(after.runner_signals - before.runner_signals, g / 2 + g / 8 + 2);
+  EXPECT_LE(after.consumer_signals - before.consumer_signals, g / 2)
+      << "a consumer that rarely waits was woken for most groups";
+  // The runner, ahead of this consumer (the buffer at least half full), runs most groups
+  // itself instead of handing them to the pool.
+  EXPECT_GE(after.runner_groups - before.runner_groups, g / 2);
+}
+
+TEST(GroupedUnits, BatchedReleasesLeaveNothingCharged) {
+  ManyElementGroups groups;
+  // 1 KiB elements under a limited budget: the consumer releases its group's charges in
+  // batches; once the stream ends, nothing is charged any more.
+  Function make = Function::Map(
+      "make",
+      [](Element e, FunctionContext&) -> Result<Element> {
+        return Element{Tensor::Zeros(DType::kUInt8, Shape({1 << 10}))};
+      },
+      {}, [](const ElementSpec&) -> Result<ElementSpec> {
+        return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({1 << 10})}}};
+      });
+  Options rt = TwoCores();
+  rt.autotune.ram_budget = 1 << 20;
+  auto it = MakeIteratorAsBuilt(Dataset::Range(5000).Map(make, 2), rt);
+  ASSERT_TRUE(it.ok());
+  int64_t n = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+    ++n;
+  }
+  EXPECT_EQ(n, 5000);
+  const PipelineStats s = (*it)->Snapshot();
+  EXPECT_EQ(s.buffered_bytes, 0);
+  EXPECT_LE(s.peak_buffered_bytes, rt.autotune.ram_budget);
+  EXPECT_EQ(s.budget_overshoot_bytes, 0);
+}
+
 TEST(GroupedUnits, NonDeterministicModeYieldsTheSameMultiset) {
   ManyElementGroups groups;
   for (const char* op : {"ParallelMap", "ParallelFilter"}) {
