@@ -146,8 +146,12 @@ bool Autotuner::Round() {
     if (c.restarted) {
       consumer_window_.Reset(stats);
     } else if (n >= 2 && c.duration_ns >= kConsumerSpan.count() * 1000000) {
-      consumer_ns_ =
+      const double window_ns =
           std::max<double>(0, static_cast<double>(c.duration_ns - c.nodes[0].wall_ns)) / n;
+      if (consumer_last_window_ns_ >= 0) {
+        consumer_ns_ = std::min(consumer_last_window_ns_, window_ns);
+      }
+      consumer_last_window_ns_ = window_ns;
       consumer_window_.Reset(stats);
     }
   } else if (droot >= 1) {

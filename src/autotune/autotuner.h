@@ -98,10 +98,14 @@ class Autotuner {
   // Tuning thread only: the window since the previous round's figures.
   StatsWindow window_;
   // The consumer's own time per root element (outside GetNext), over windows of at least
-  // kConsumerSpan that start after the first round; -1 until measured.
+  // kConsumerSpan that start after the first round: the smaller of the last two windows'
+  // figures, so that one window's stall (a consumer preempted or waiting on a lock on a
+  // busy machine, a call in progress at an edge) does not flip a mode; -1 until two
+  // windows are measured.
   static constexpr std::chrono::milliseconds kConsumerSpan{500};
   StatsWindow consumer_window_;
   bool consumer_window_primed_ = false;
+  double consumer_last_window_ns_ = -1;
   double consumer_ns_ = -1;
   // Inline-mode probes per async op (by prefix): rounds to wait before the next probe, and
   // the wait after a failed one (doubling). Only the tuning thread touches them.

@@ -66,8 +66,10 @@ void IteratorBase::Unlink(IteratorBase* child) const {
 Result<std::optional<Element>> IteratorBase::GetNextTimed() {
   const int64_t cpu0 = ThreadCpuNs();
   const int64_t wall0 = MonotonicNs();
+  stats_.timed_call_start_ns.store(wall0, std::memory_order_relaxed);
   Result<std::optional<Element>> r = GetNextInternal();
   const int64_t wall1 = MonotonicNs();
+  stats_.timed_call_start_ns.store(0, std::memory_order_relaxed);
   const int64_t cpu1 = ThreadCpuNs();
   stats_.RecordSample(cpu1 - cpu0, wall1 - wall0, r.ok() && r->has_value() ? &**r : nullptr);
   return r;
@@ -166,7 +168,8 @@ void IteratorBase::FillCounters(IteratorStats* s) const {
   const auto get = [](const std::atomic<int64_t>& a) { return a.load(std::memory_order_relaxed); };
   s->elements_produced = get(stats_.elements_produced);
   s->elements_skipped = get(stats_.elements_skipped);
-  s->wall_ns = stats_.EstimatedWallNs();
+  // The estimate counts a call in progress at the mean; one stalled past it adds the rest.
+  s->wall_ns = stats_.EstimatedWallNs() + stats_.InflightExcessWallNs(MonotonicNs());
   s->bytes_produced = stats_.EstimatedBytesProduced();
   s->file_bytes_read = get(stats_.file_bytes_read);
   int64_t consumed = get(stats_.dead_children_produced);

@@ -43,6 +43,14 @@ void NodeStats::RecordSample(int64_t cpu_ns, int64_t wall_ns, const Element* pro
   countdown.store(next, std::memory_order_relaxed);
 }
 
+int64_t NodeStats::InflightExcessWallNs(int64_t now_ns) const {
+  const int64_t start = timed_call_start_ns.load(std::memory_order_relaxed);
+  if (start <= 0 || now_ns <= start) return 0;
+  const int64_t n = sampled_calls.load(std::memory_order_relaxed);
+  const int64_t mean = n > 0 ? sampled_wall_ns.load(std::memory_order_relaxed) / n : 0;
+  return std::max<int64_t>(0, now_ns - start - mean);
+}
+
 int64_t NodeStats::EstimatedCalls() const {
   const int64_t partial = period.load(std::memory_order_relaxed) -
                           countdown.load(std::memory_order_relaxed);

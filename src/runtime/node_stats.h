@@ -98,6 +98,11 @@ struct NodeStats {
   std::atomic<int64_t> weighted_elements{0};
   std::atomic<int64_t> weighted_bytes{0};
   uint32_t jitter_state = 0x9e3779b9u;
+  // The monotonic start of the timed call in progress; 0 between timed calls. A snapshot
+  // adds what such a call has run beyond the mean (InflightExcessWallNs), so that a call
+  // stalled across a window's edge (preempted on a busy machine, or slow) is not read as
+  // time spent outside the iterator by the window that saw it start.
+  std::atomic<int64_t> timed_call_start_ns{0};
 
   // ---- Pool tasks (any thread) ----
   std::atomic<int64_t> task_calls{0};
@@ -128,6 +133,9 @@ struct NodeStats {
     countdown.store(c, std::memory_order_relaxed);
     return c <= 0;
   }
+  // Wall time the timed call in progress has run beyond the mean timed call, at `now_ns`
+  // (MonotonicNs); 0 when none is in progress. Any thread.
+  int64_t InflightExcessWallNs(int64_t now_ns) const;
   // Records a timed GetNext and starts the next period.
   void RecordSample(int64_t cpu_ns, int64_t wall_ns, const Element* produced);
 

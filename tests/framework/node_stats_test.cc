@@ -1,6 +1,8 @@
 // The stats plane (src/runtime/node_stats.h): counts, sampled CPU and wall times with
 // children excluded, bytes, file bytes, dead children, snapshot structure.
 #include <gtest/gtest.h>
+#include <atomic>
+#include <thread>
 #include <sys/stat.h>
 
 #include "api/dataset_internal.h"
@@ -165,6 +167,42 @@ TEST(Stats, AnExpensiveFirstCallIsChargedOnce) {
   // Its inclusive wall time is about the map's, not a multiple of it.
   EXPECT_LT(shuffle->wall_ns, 2 * map->wall_ns + 3000LL * 100000)
       << "shuffle " << shuffle->wall_ns << " map " << map->wall_ns;
+}
+
+// A call stalled in progress (here: blocked on a gate; on a busy machine: preempted) counts
+// in the root's wall time as it runs, not only once it returns. The autotuner reads the
+// consumer's own time as a window's duration less the root's wall time; without this, a
+// stall across a window's edge read as consumer time and moved an idle consumer's root
+// Prefetch async (Autotune.RootPrefetchGoesAsyncOnlyForABusyConsumer, 1 in 12 under load).
+TEST(Stats, AStalledCallCountsInWallTimeWhileItRuns) {
+  std::atomic<bool> open{false};
+  std::atomic<bool> entered{false};
+  Function gate = Function::Map("gate", [&](Element e, FunctionContext&) -> Result<Element> {
+    Burn(200);  // slow enough that every call is timed (the stats plane's period is 1)
+    if (e[0].scalar<int64_t>() == 50) {
+      entered = true;
+      while (!open) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return e;
+  });
+  Options o;
+  o.optimization.apply_default_optimizations = false;
+  o.autotune.enabled = false;
+  auto it = Dataset::Range(100).Map(gate).MakeIterator(o);
+  ASSERT_TRUE(it.ok()) << it.status();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE((*it)->GetNext().ok());
+  // The next call stalls; its wall time shows while it runs.
+  std::thread consumer([&] { ASSERT_TRUE((*it)->GetNext().ok()); });
+  while (!entered) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int64_t before = Find((*it)->Snapshot(), "Map")->wall_ns;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int64_t during = Find((*it)->Snapshot(), "Map")->wall_ns;
+  open = true;
+  consumer.join();
+  const int64_t after = Find((*it)->Snapshot(), "Map")->wall_ns;
+  EXPECT_GE(during - before, 90000000) << before << " " << during;
+  EXPECT_GE(after, during) << "wall time went back when the stalled call returned";
 }
 
 }  // namespace
