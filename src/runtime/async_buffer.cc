@@ -163,6 +163,7 @@ Status AsyncBufferIterator::Initialize(const IteratorContext& ctx) {
   const int64_t max_capacity =
       tune && options_.capacity == kAutotune ? std::max(c, kMaxTunedCapacity) : c;
   passthrough_ = processor_->passthrough();
+  maps_in_place_ = processor_->maps_in_place() && processor_->inputs_per_unit() == 1;
   if (passthrough_ && max_capacity <= kMaxRingSlots) {
     ring_ = std::make_unique<SpscRing<RingItem>>(static_cast<size_t>(max_capacity));
   }
@@ -974,6 +975,25 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
         ++next_position_;
       }
     }
+    return r;
+  }
+  if (maps_in_place_) {
+    // A map: the element in place, at its position, as ProcessInline would (an input
+    // error or the end takes no position, as PullUnit; an exception fails the element).
+    Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
+    if (!r.ok()) return r;
+    if (!r->has_value()) {
+      input_end_ = true;
+      return r;
+    }
+    const int64_t position = next_position_++;
+    Status s;
+    try {
+      s = processor_->MapInPlace(&**r, position);
+    } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
+      s = StatusFromException(node().op());
+    }
+    if (!s.ok()) [[unlikely]] return s;
     return r;
   }
   WorkUnit& unit = inline_unit_;

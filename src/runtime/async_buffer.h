@@ -47,7 +47,9 @@
 // Once GetNext has found the op inline with no runner and nothing buffered, it owns the
 // input until it starts a runner itself, so later inline calls take no lock at all
 // (GetNextInline; a Cancel is seen through an atomic flag), and the unit they process is
-// `exclusive` (processors skip WorkUnit::mu).
+// `exclusive` (processors skip WorkUnit::mu). A map (UnitProcessor::maps_in_place) needs
+// no unit at all there: its function runs on the element in place at its position, at a
+// sequential Map's cost per element.
 //
 // Checkpoints. Save pauses the runner, waits for in-flight parts to finish, then writes
 // every buffered result (elements, errors, dropped markers) and the input's state; the
@@ -191,6 +193,13 @@ class UnitProcessor {
   // input's output or drops it: map, filter). Their async path groups units (see "Groups"
   // in AsyncBufferIterator). ProcessPart and Finish must not depend on other units.
   virtual bool groupable() const { return false; }
+  // True for processors whose unit is one input changed in place into its one output (a
+  // map): MapInPlace then does ProcessPart + Finish's work on a bare element at its input
+  // position, which the inline path calls with no unit (a sequential map's cost).
+  virtual bool maps_in_place() const { return false; }
+  virtual Status MapInPlace(Element* e, int64_t position) const {
+    return InternalError("MapInPlace not offered");
+  }
 };
 
 struct AsyncBufferOptions {
@@ -377,6 +386,7 @@ class AsyncBufferIterator final : public IteratorBase {
   std::atomic<int64_t> capacity_{2};
   bool capacity_follows_ = false;  // set by Initialize, then read-only
   bool passthrough_ = false;       // processor_->passthrough(), set by Initialize
+  bool maps_in_place_ = false;     // processor_->maps_in_place(), set by Initialize
   TunableRegistry::Registration parallelism_knob_, capacity_knob_, inline_knob_;
   std::atomic<bool> inline_{false};
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <stdexcept>
 #include <sched.h>
 
 #include <chrono>
@@ -431,6 +432,70 @@ TEST(Autotune, RootPrefetchGoesAsyncOnlyForABusyConsumer) {
     if (busy || kIdleLoopIsIdle) EXPECT_EQ(root_inline(), busy ? 0 : 1);
     EXPECT_GT(expect, 64);
   }
+}
+
+// A ParallelMap(AUTOTUNE) that stays inline (cheap work) runs its function on the
+// consumer's thread with no work unit (UnitProcessor::MapInPlace): it yields what the
+// sequential Map yields, element for element, with the same positions, the same function
+// errors (and an exception as an error) at the same places, and resumes from a checkpoint.
+TEST(Autotune, InlineParallelMapYieldsWhatTheSequentialMapYields) {
+  Function f = Function::Map("f", [](Element e, FunctionContext& c) -> Result<Element> {
+    const int64_t v = e[0].scalar<int64_t>();
+    if (v % 7 == 5) return InvalidArgumentError("bad " + std::to_string(v));
+    if (v % 11 == 9) throw std::runtime_error("boom");
+    return Element{Tensor::Scalar<int64_t>(v * 1000 + c.position())};
+  });
+  Options o;
+  o.autotune.cpu_budget = 2;
+  auto run = [&](const Dataset& ds, int64_t n, std::optional<std::string>* save_at_half) {
+    std::vector<std::string> out;
+    auto it = MakeIteratorAsBuilt(ds, o);
+    EXPECT_TRUE(it.ok()) << it.status();
+    if (!it.ok()) return out;
+    for (int64_t i = 0; i < n; ++i) {
+      if (save_at_half != nullptr && i == n / 2) {
+        auto ck = (*it)->Save();
+        EXPECT_TRUE(ck.ok()) << ck.status();
+        if (ck.ok()) *save_at_half = *ck;
+      }
+      auto e = (*it)->GetNext();
+      if (!e.ok()) {
+        // The message names the element's position; the op's name differs (Map vs
+        // ParallelMap), so compare from the function's own words on.
+        const std::string m = e.status().message();
+        const size_t at = m.find("in function 'f'");
+        out.push_back("error " + (at == std::string::npos ? m : m.substr(at)));
+        continue;
+      }
+      if (!e->has_value()) break;
+      out.push_back(std::to_string((**e)[0].scalar<int64_t>()));
+    }
+    return out;
+  };
+  const int64_t n = 200;
+  const auto want = run(Dataset::Range(n).Map(f), n + 1, nullptr);
+  std::optional<std::string> ckpt;
+  const auto got = run(Dataset::Range(n).Map(f, kAutotune), n + 1, &ckpt);
+  ASSERT_EQ(want.size(), static_cast<size_t>(n));
+  EXPECT_EQ(got, want);
+  int errors = 0;
+  for (const std::string& w : want) errors += w.rfind("error", 0) == 0;
+  EXPECT_GT(errors, 40);
+  // Resume at the half from the checkpoint taken inline.
+  ASSERT_TRUE(ckpt.has_value());
+  auto it = MakeIteratorAsBuilt(Dataset::Range(n).Map(f, kAutotune), o);
+  ASSERT_TRUE(it.ok());
+  ASSERT_TRUE((*it)->Restore(*ckpt).ok());
+  for (int64_t i = n / 2; i < n; ++i) {
+    auto e = (*it)->GetNext();
+    if (!e.ok()) {
+      EXPECT_EQ(want[i].rfind("error", 0), 0u) << i;
+      continue;
+    }
+    ASSERT_TRUE(e->has_value());
+    EXPECT_EQ(std::to_string((**e)[0].scalar<int64_t>()), want[i]) << i;
+  }
+  EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "inline"), 1);
 }
 
 // Work that shrinks: the map goes async while it burns, back inline once it is free, and

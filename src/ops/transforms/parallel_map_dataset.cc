@@ -17,12 +17,16 @@ class MapProcessor final : public UnitProcessor {
       : fn_(std::move(fn)), seed_(seed), static_bytes_(static_bytes), env_(env) {}
 
   Status ProcessPart(WorkUnit* u, int, int) const override {
-    FunctionContext fctx(seed_, u->first_position);
+    return MapInPlace(&u->inputs[0], u->first_position);
+  }
+  bool maps_in_place() const override { return true; }
+  Status MapInPlace(Element* e, int64_t position) const override {
+    FunctionContext fctx(seed_, position);
     fctx.set_env(env_);
-    const ElementSource source(u->inputs[0]);
-    Status s = fn_.Apply(&u->inputs[0], fctx);
+    const ElementSource source(*e);
+    Status s = fn_.Apply(e, fctx);
     if (!s.ok()) [[unlikely]] {
-      return ElementError(s, u->first_position, source);
+      return ElementError(s, position, source);
     }
     return s;
   }
