@@ -203,8 +203,16 @@ TEST(GroupedUnits, OneWakeEachWayPerGroupAtMost) {
     auto e = (*it)->GetNext();
     ASSERT_TRUE(e.ok()) << e.status();
     if (!*e) break;
-    // A slow consumer: the buffer is full ahead of it after the first groups.
-    if (++n % 128 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    // A slow consumer: the buffer is full ahead of it after the first groups. The -O0
+    // sanitizer builds pull an element in microseconds, so the consumer waits longer
+    // there to stay behind the runner (with 300 us, ASan's runner kept pace, the buffer
+    // never filled and the runner was woken once per group: CI, 2026-11-26).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    constexpr auto kPause = std::chrono::microseconds(3000);
+#else
+    constexpr auto kPause = std::chrono::microseconds(300);
+#endif
+    if (++n % 128 == 0) std::this_thread::sleep_for(kPause);
   }
   EXPECT_EQ(n, 1 << 14);
   const AsyncBufferIterator::GroupSignals after =
