@@ -157,18 +157,23 @@ TEST(GroupedUnits, SaveAndRestoreMidGroupAreExact) {
   }
 }
 
+// A map that replaces each element with `bytes` zero bytes, its output size declared.
+Function ZerosOf(int64_t bytes) {
+  return Function::Map(
+      "make",
+      [bytes](Element e, FunctionContext&) -> Result<Element> {
+        return Element{Tensor::Zeros(DType::kUInt8, Shape({bytes}))};
+      },
+      {}, [bytes](const ElementSpec&) -> Result<ElementSpec> {
+        return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({bytes})}}};
+      });
+}
+
 TEST(GroupedUnits, MemoryBudgetBoundsGroupedBytes) {
   ManyElementGroups groups;
   // 4 KiB elements from a cheap map: groups form, but the 64 KiB budget holds.
   const int64_t kElem = 4 << 10;
-  Function make = Function::Map(
-      "make",
-      [](Element e, FunctionContext&) -> Result<Element> {
-        return Element{Tensor::Zeros(DType::kUInt8, Shape({4 << 10}))};
-      },
-      {}, [](const ElementSpec&) -> Result<ElementSpec> {
-        return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({4 << 10})}}};
-      });
+  Function make = ZerosOf(kElem);
   Options rt = TwoCores();
   rt.autotune.ram_budget = 64 << 10;
   auto it = MakeIteratorAsBuilt(Dataset::Range(20000).Map(make, 2), rt);
@@ -233,14 +238,7 @@ TEST(GroupedUnits, BatchedReleasesLeaveNothingCharged) {
   ManyElementGroups groups;
   // 1 KiB elements under a limited budget: the consumer releases its group's charges in
   // batches; once the stream ends, nothing is charged any more.
-  Function make = Function::Map(
-      "make",
-      [](Element e, FunctionContext&) -> Result<Element> {
-        return Element{Tensor::Zeros(DType::kUInt8, Shape({1 << 10}))};
-      },
-      {}, [](const ElementSpec&) -> Result<ElementSpec> {
-        return ElementSpec{{TensorSpec{DType::kUInt8, PartialShape({1 << 10})}}};
-      });
+  Function make = ZerosOf(1 << 10);
   Options rt = TwoCores();
   rt.autotune.ram_budget = 1 << 20;
   auto it = MakeIteratorAsBuilt(Dataset::Range(5000).Map(make, 2), rt);
