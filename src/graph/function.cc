@@ -21,6 +21,19 @@ struct Function::Impl {
     uint64_t seed;
   };
   std::vector<Stage> stages;
+  // Applies `stages` in order to `e` in place, each with its own seed and the call's
+  // position; the last is offered the call's output slots.
+  static Status ApplyStages(const std::vector<Stage>& stages, Element* e,
+                            FunctionContext& ctx) {
+    const size_t last = stages.size() - 1;
+    for (size_t i = 0; i <= last; ++i) {
+      FunctionContext c(stages[i].seed, ctx.position());
+      c.set_env(ctx.env());
+      if (i == last) OfferOutputSlots(c, OutputSlots(ctx));  // the result's slots
+      SLUICE_RETURN_IF_ERROR(stages[i].fn.Apply(e, c));
+    }
+    return Status::OK();
+  }
 };
 
 Function Function::Map(std::string name, ElementFn fn, Traits traits, SpecFn spec) {
@@ -133,13 +146,7 @@ Function internal::FunctionAccess::Compose(const Function& first, uint64_t first
   Function fused = Function::Map(
       first.name() + "+" + second.name(),
       [stages](Element&& e, FunctionContext& ctx) -> Result<Element> {
-        const size_t last = stages.size() - 1;
-        for (size_t i = 0; i <= last; ++i) {
-          FunctionContext c(stages[i].seed, ctx.position());
-          c.set_env(ctx.env());
-          if (i == last) OfferOutputSlots(c, OutputSlots(ctx));  // the result's slots
-          SLUICE_RETURN_IF_ERROR(stages[i].fn.Apply(&e, c));
-        }
+        SLUICE_RETURN_IF_ERROR(Function::Impl::ApplyStages(stages, &e, ctx));
         return std::move(e);
       },
       FusedTraits(first.traits(), second.traits()), std::move(spec));
@@ -212,17 +219,8 @@ Status Function::Apply(Element* inout, FunctionContext& ctx) const {
   if (!impl_->stages.empty()) {
     // A composition applies its stages here, in place, as its ElementFn does (Compose),
     // without the extra call through it and the Result it returns.
-    const std::vector<Impl::Stage>& stages = impl_->stages;
-    const size_t last = stages.size() - 1;
-    for (size_t i = 0; i <= last; ++i) {
-      FunctionContext c(stages[i].seed, ctx.position());
-      c.set_env(ctx.env());
-      if (i == last) OfferOutputSlots(c, OutputSlots(ctx));
-      Status s = stages[i].fn.Apply(inout, c);
-      if (!s.ok()) [[unlikely]] {
-        return s.WithContext("in function '" + impl_->name + "'");
-      }
-    }
+    Status s = Impl::ApplyStages(impl_->stages, inout, ctx);
+    if (!s.ok()) [[unlikely]] return s.WithContext("in function '" + impl_->name + "'");
     return Status::OK();
   }
   Result<Element> r = [&]() -> Result<Element> {
