@@ -11,6 +11,7 @@
 #ifndef SLUICE_ELEMENT_H_
 #define SLUICE_ELEMENT_H_
 
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,19 +24,49 @@ namespace sluice {
 
 using Names = std::shared_ptr<const std::vector<std::string>>;
 
+namespace internal {
+// Memory for an element's tensor list: small lists come from per-thread recycled blocks
+// (src/core/small_blocks.h), since an element is usually made on one thread and freed on
+// another; larger ones from operator new.
+void* AllocateTensorList(size_t bytes);
+void FreeTensorList(void* p, size_t bytes);
+template <typename T>
+struct TensorListAllocator {
+  using value_type = T;
+  TensorListAllocator() = default;
+  template <typename U>
+  TensorListAllocator(const TensorListAllocator<U>&) {}  // NOLINT: rebinding
+  T* allocate(size_t n) { return static_cast<T*>(AllocateTensorList(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { FreeTensorList(p, n * sizeof(T)); }
+  friend bool operator==(const TensorListAllocator&, const TensorListAllocator&) {
+    return true;
+  }
+};
+}  // namespace internal
+
+// An element's tensors: a std::vector with its own allocator (see internal above).
+using TensorVector = std::vector<Tensor, internal::TensorListAllocator<Tensor>>;
+
 class Element {
  public:
   Element() = default;
-  explicit Element(std::vector<Tensor> tensors, Names names = nullptr)
+  explicit Element(TensorVector tensors, Names names = nullptr)
       : tensors_(std::move(tensors)), names_(std::move(names)) {}
-  Element(std::initializer_list<Tensor> tensors) : tensors_(tensors) {}
+  explicit Element(std::vector<Tensor> tensors, Names names = nullptr)
+      : tensors_(std::make_move_iterator(tensors.begin()),
+                 std::make_move_iterator(tensors.end())),
+        names_(std::move(names)) {}
+  Element(std::initializer_list<Tensor> tensors, Names names = nullptr)
+      : tensors_(tensors), names_(std::move(names)) {}
 
   size_t size() const { return tensors_.size(); }
   bool empty() const { return tensors_.empty(); }
   Tensor& operator[](size_t i) { return tensors_[i]; }
   const Tensor& operator[](size_t i) const { return tensors_[i]; }
-  std::vector<Tensor>& tensors() { return tensors_; }
-  const std::vector<Tensor>& tensors() const { return tensors_; }
+  TensorVector& tensors() { return tensors_; }
+  const TensorVector& tensors() const { return tensors_; }
+  // A copy as a plain std::vector (attribute values, APIs that take one).
+  std::vector<Tensor> ToVector() const { return {tensors_.begin(), tensors_.end()}; }
   void push_back(Tensor t) { tensors_.push_back(std::move(t)); }
 
   // Component names, or null when the components are positional.
@@ -51,7 +82,7 @@ class Element {
   std::string DebugString(int max_values = 8) const;
 
  private:
-  std::vector<Tensor> tensors_;
+  TensorVector tensors_;
   Names names_;
 };
 

@@ -273,6 +273,7 @@ class Buffer {
   size_t num_strings_ = 0;                   // > 0: data_ holds std::string objects
   std::function<void()>* release_ = nullptr;  // set for wrapped memory
   size_t block_bytes_ = 0;                   // > 0: a recyclable large block of this size
+  int8_t small_class_ = -1;                  // >= 0: a recycled small block of this class
 };
 
 inline BufferPtr::BufferPtr(const BufferPtr& o) : b_(o.b_) {

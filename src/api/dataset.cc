@@ -36,11 +36,11 @@ Dataset Dataset::Range(int64_t start, int64_t stop, int64_t step) {
   return FromOp("Range", {{"start", start}, {"stop", stop}, {"step", step}});
 }
 Dataset Dataset::FromTensors(Element element) {
-  return FromOp("FromTensors", {{"components", element.tensors()}, {"names", NamesOf(element)}});
+  return FromOp("FromTensors", {{"components", element.ToVector()}, {"names", NamesOf(element)}});
 }
 Dataset Dataset::FromTensorSlices(Element element) {
   return FromOp("FromTensorSlices",
-                {{"components", element.tensors()}, {"names", NamesOf(element)}});
+                {{"components", element.ToVector()}, {"names", NamesOf(element)}});
 }
 Dataset Dataset::ListFiles(std::vector<std::string> patterns, bool shuffle,
                            std::optional<int64_t> seed) {
@@ -238,7 +238,7 @@ Dataset Dataset::Cache(std::string filename) const {
 }
 Dataset Dataset::Scan(Element initial_state, Function fn) const {
   int64_t seed = SeedFor(fn);
-  return FromOp("Scan", {{"initial_state", initial_state.tensors()}, {"seed", seed}}, {*this},
+  return FromOp("Scan", {{"initial_state", initial_state.ToVector()}, {"seed", seed}}, {*this},
                 {std::move(fn)});
 }
 Dataset Dataset::Window(int64_t size, int64_t shift, int64_t stride, bool drop_remainder) const {

@@ -1,6 +1,24 @@
 #include "sluice/element.h"
 
+#include "core/small_blocks.h"
+
 namespace sluice {
+
+namespace internal {
+void* AllocateTensorList(size_t bytes) {
+  const int c = small_blocks::ClassOf(bytes);
+  return c >= 0 ? small_blocks::Take(c) : ::operator new(bytes);
+}
+void FreeTensorList(void* p, size_t bytes) {
+  const int c = small_blocks::ClassOf(bytes);
+  if (c >= 0) {
+    small_blocks::Put(p, c);
+  } else {
+    ::operator delete(p);
+  }
+}
+}  // namespace internal
+
 
 Names MakeNames(std::vector<std::string> names) {
   return std::make_shared<const std::vector<std::string>>(std::move(names));

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/mutex.h"
+#include "core/small_blocks.h"
 
 namespace sluice {
 
@@ -363,9 +364,14 @@ BufferPtr Buffer::Allocate(size_t bytes) {
     mem = LargeBlockCache::Get().Take(block_bytes);
     total = block_bytes;
   }
-  if (mem == nullptr) mem = std::malloc(total);
+  int small_class = -1;
+  if (mem == nullptr) {
+    small_class = small_blocks::ClassOf(total);
+    mem = small_class >= 0 ? small_blocks::Take(small_class) : std::malloc(total);
+  }
   if (mem == nullptr) throw std::bad_alloc();
   Buffer* b = new (mem) Buffer();
+  b->small_class_ = static_cast<int8_t>(small_class);
   auto addr = reinterpret_cast<uintptr_t>(mem) + sizeof(Buffer);
   addr = (addr + kAlignment - 1) & ~static_cast<uintptr_t>(kAlignment - 1);
   b->data_ = reinterpret_cast<void*>(addr);
@@ -408,9 +414,12 @@ void Buffer::Free() {
     delete release_;
   }
   const size_t block_bytes = block_bytes_;
+  const int small_class = small_class_;
   this->~Buffer();
   if (block_bytes > 0) {
     LargeBlockCache::Get().Put(this, block_bytes);
+  } else if (small_class >= 0) {
+    small_blocks::Put(this, small_class);
   } else {
     std::free(this);
   }

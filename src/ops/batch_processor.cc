@@ -123,8 +123,8 @@ Status BatchProcessor::ProcessPart(WorkUnit* u, int part, int num_parts) const {
   const int64_t end = n * (part + 1) / num_parts;
   // The output's tensors: a copy (views of the shared buffers) when parts run
   // concurrently, the unit's own when it is exclusive (saves a vector copy per unit).
-  std::vector<Tensor> out_copy;
-  std::vector<Tensor>* out = &out_copy;
+  TensorVector out_copy;
+  TensorVector* out = &out_copy;
   const auto take_out = [&] {
     if (u->exclusive) {
       out = &u->output.tensors();

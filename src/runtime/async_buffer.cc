@@ -27,6 +27,13 @@ Result<std::optional<Element>> FinishSafely(F&& f) {
 namespace {
 // How long the consumer of an empty ring polls it before sleeping.
 constexpr int64_t kRingSpinNs = 2000;
+// How long a side that just woke the other keeps polling before it sleeps itself: a
+// wake-up takes tens of us on a loaded or virtual machine, longer than a small buffer
+// lasts, so a side that slept after kRingSpinNs found the other still waking, slept too,
+// and the two took turns sleeping (two sleeps and two wakes per buffer: 370 ns per
+// element in handoff_bench).
+constexpr int64_t kRingWakeNs = 100000;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
 // A sleeping consumer is woken by the push that ends its wait, never later: deferring the
 // wake to gather a group deadlocked when the runner's next fetch blocked on an input
 // that waits for memory the un-woken consumer would have released (AsyncBuffer.
@@ -113,6 +120,7 @@ AsyncBufferIterator::~AsyncBufferIterator() {
   Cancel();
   if (runner_.joinable()) runner_.join();
   if (ring_ != nullptr) {
+    FlushRingPops();
     RingItem item;
     while (ring_->TryPop(&item)) runtime_->memory().Release(item.reserved);
   }
@@ -364,18 +372,33 @@ bool AsyncBufferIterator::RingRunnerMustStop() const {
          pause_requested_.load(std::memory_order_relaxed);
 }
 
-void AsyncBufferIterator::WaitForRingRoom() {
+void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
   // Room for a run: at most half the buffer full (a full buffer wakes the runner once per
   // half buffer consumed, see GetNextRing).
   const auto room = [this] {
     return static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2 || RingRunnerMustStop();
   };
   if (room()) return;
-  // Poll briefly first: a consumer that keeps up frees room within microseconds.
-  const int64_t spin_until = MonotonicNs() + kRingSpinNs;
-  for (int i = 1; i % 16 != 0 || MonotonicNs() < spin_until; ++i) {
+  // Poll first, for as long as the consumer keeps popping (it took a value within the
+  // last kRingSpinNs): a consumer that is draining the ring frees the room within
+  // microseconds, sooner than a sleep and a wake-up (whose latency, tens of us on a busy
+  // or virtual machine, is longer than a small buffer takes to drain: the consumer then
+  // found the ring empty and slept too). A consumer that stopped taking (a training
+  // step) lets the runner sleep after kRingSpinNs.
+  size_t popped = ring_->Popped();
+  int64_t spin_until = std::max(MonotonicNs() + kRingSpinNs, woke_consumer_ns + kRingWakeNs);
+  for (int i = 1;; ++i) {
     CpuRelax();
     if (room()) return;
+    if (i % 16 != 0) continue;
+    const int64_t now = MonotonicNs();
+    const size_t p = ring_->Popped();
+    if (p != popped) {
+      popped = p;
+      spin_until = now + kRingSpinNs;
+    } else if (now >= spin_until) {
+      break;
+    }
   }
   while (!room()) {
     const uint32_t key = ring_producer_ec_.PrepareWait();
@@ -385,6 +408,15 @@ void AsyncBufferIterator::WaitForRingRoom() {
     }
     ring_producer_ec_.Wait(key);
   }
+}
+
+void AsyncBufferIterator::FlushRingPops() {
+  if (ring_popped_ == 0) return;
+  ring_bytes_out_.store(ring_bytes_out_.load(std::memory_order_relaxed) + ring_popped_bytes_,
+                        std::memory_order_relaxed);
+  if (ring_unreleased_ != 0) runtime_->memory().Release(ring_unreleased_);
+  ring_popped_ = ring_popped_bytes_ = ring_unreleased_ = 0;
+  PublishRingGauges();
 }
 
 void AsyncBufferIterator::PublishRingGauges() {
@@ -397,9 +429,10 @@ void AsyncBufferIterator::RingRunnerLoop() {
   SetCurrentThreadName("sluice-" + node().op());
   MemoryBudget& budget = runtime_->memory();
   MutexLock l(&mu_);
+  int64_t woke_consumer_ns = kNever;  // when this runner last woke a sleeping consumer
   while (true) {
     l.Unlock();
-    WaitForRingRoom();
+    WaitForRingRoom(woke_consumer_ns);
     l.Lock();
     runner_cv_.Wait(
         &mu_, [this]() REQUIRES(mu_) { return cancelled_ || inline_mode() || !paused_; });
@@ -408,21 +441,43 @@ void AsyncBufferIterator::RingRunnerLoop() {
     if (room <= 0) continue;  // (a pause came first)
     // Admission as in RunnerLoop, per element: each reserves its estimate; before the
     // first size is known, a limited budget admits only an empty ring's fetch; a full
-    // budget admits the run's first element unreserved when the demand is urgent.
+    // budget admits the run's first element unreserved when the demand is urgent. The
+    // reservations are taken in batches (`credit`: reserved, not yet any element's; at
+    // most kReleaseBatchBytes ahead, the rest given back at the end of the run), so the
+    // budget's shared counter is touched once per batch, not two or three times per
+    // element; when a batch does not fit, one element's estimate is tried alone, as
+    // before.
     const bool urgent = UrgentLocked();
     int64_t estimate = estimate_;
     fetching_ = true;
     l.Unlock();
     int64_t fetched = 0;  // elements (not errors): their input positions
     int64_t pushed = 0;
+    int64_t credit = 0;
     bool end = false;
-    for (int64_t i = 0; i < std::min(room, kRingRun); ++i) {
+    const int64_t run = std::min(room, kRingRun);
+    for (int64_t i = 0; i < run; ++i) {
       if (i > 0 && RingRunnerMustStop()) break;
+      bool admitted;
+      if (estimate < 0) {
+        admitted = budget.limit() <= 0 || ring_->Empty();
+      } else if (credit >= estimate) {
+        admitted = true;
+      } else {
+        const int64_t batch =
+            std::max(estimate, std::min(estimate * (run - i), kReleaseBatchBytes)) - credit;
+        if (budget.TryReserve(batch)) {
+          credit += batch;
+          admitted = true;
+        } else {
+          admitted = budget.TryReserve(estimate - credit);
+          if (admitted) credit = estimate;
+        }
+      }
       int64_t reserve = 0;
-      const bool admitted = estimate < 0 ? budget.limit() <= 0 || ring_->Empty()
-                                         : budget.TryReserve(estimate);
       if (admitted) {
         reserve = std::max<int64_t>(estimate, 0);
+        credit -= reserve;
       } else if (!(i == 0 && urgent)) {
         break;
       }
@@ -433,16 +488,23 @@ void AsyncBufferIterator::RingRunnerLoop() {
         item.reserved = reserve + scope.TakeTransferred();
       }
       if (item.result.ok() && !item.result->has_value()) {
-        budget.Release(item.reserved);
+        credit += item.reserved;
         end = true;
         break;
       }
       // Charged exactly its bytes from here on (as CompleteLocked).
       const int64_t bytes = item.result.ok() ? ElementBytes(**item.result) : 0;
       if (bytes > item.reserved) {
-        budget.ForceReserve(bytes - item.reserved);
-      } else if (bytes < item.reserved) {
-        budget.Release(item.reserved - bytes);
+        const int64_t more = bytes - item.reserved;
+        const int64_t from_credit = std::min(credit, more);
+        credit -= from_credit;
+        if (more > from_credit) budget.ForceReserve(more - from_credit);
+      } else {
+        credit += item.reserved - bytes;
+        if (credit > kReleaseBatchBytes) {
+          budget.Release(credit - kReleaseBatchBytes);
+          credit = kReleaseBatchBytes;
+        }
       }
       item.reserved = bytes;
       if (item.result.ok()) {
@@ -453,10 +515,13 @@ void AsyncBufferIterator::RingRunnerLoop() {
                            std::memory_order_relaxed);
       ring_->TryPush(std::move(item));  // room was checked; only this thread pushes
       ++pushed;
-      starving_.store(false, std::memory_order_relaxed);
-      ring_consumer_ec_.Notify();  // at once: see kRingSpinNs
+      if (starving_.load(std::memory_order_relaxed)) {
+        starving_.store(false, std::memory_order_relaxed);
+      }
+      if (ring_consumer_ec_.Notify()) woke_consumer_ns = MonotonicNs();  // at once
     }
-    ring_consumer_ec_.Notify();  // (no system call when nobody waits)
+    if (credit > 0) budget.Release(credit);
+    if (ring_consumer_ec_.Notify()) woke_consumer_ns = MonotonicNs();  // (no call if none waits)
     l.Lock();
     fetching_ = false;
     next_position_ += fetched;
@@ -483,24 +548,29 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     RingItem item;
     if (ring_->TryPop(&item)) {
       // Wake the runner only when it may be waiting: the ring just fell to half.
-      if (static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2)
-        ring_producer_ec_.Notify();
-      ring_bytes_out_.store(
-          ring_bytes_out_.load(std::memory_order_relaxed) + item.reserved,
-          std::memory_order_relaxed);
-      // Handing the element to a buffer's fetch moves its charge along (TakeReadyLocked).
+      if (static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2 &&
+          ring_producer_ec_.Notify()) {
+        woke_runner_ns_ = MonotonicNs();
+      }
+      // Handing the element to a buffer's fetch moves its charge along (TakeReadyLocked);
+      // otherwise its charge leaves the budget, in batches (FlushRingPops).
+      ring_popped_bytes_ += item.reserved;
       if (tls_fetch != nullptr) {
         tls_fetch->AddTransferred(item.reserved);
-      } else if (item.reserved != 0) {
-        runtime_->memory().Release(item.reserved);
+      } else {
+        ring_unreleased_ += item.reserved;
       }
-      PublishRingGauges();
+      if (++ring_popped_ >= kReleaseBatch || ring_unreleased_ >= kReleaseBatchBytes) {
+        FlushRingPops();
+      }
       return std::move(item.result);
     }
+    FlushRingPops();  // before it may sleep
     // Empty: spin a little before sleeping. A runner that keeps up refills the ring
     // within a few hundred ns, much less than a sleep and a wake-up.
     bool arrived = false;
-    const int64_t spin_until = MonotonicNs() + kRingSpinNs;
+    const int64_t spin_until =
+        std::max(MonotonicNs() + kRingSpinNs, woke_runner_ns_ + kRingWakeNs);
     for (int i = 1; !arrived; ++i) {
       CpuRelax();
       arrived = !ring_->Empty();
@@ -1213,6 +1283,7 @@ Status AsyncBufferIterator::RestoreInternal(const CheckpointReader& r) {
   SLUICE_RETURN_IF_ERROR(input_->Restore(r));
   for (const auto& s : slots_) runtime_->memory().Release(s->reserved);
   if (ring_ != nullptr) {
+    FlushRingPops();
     RingItem item;
     while (ring_->TryPop(&item)) runtime_->memory().Release(item.reserved);
     ring_bytes_in_.store(0, std::memory_order_relaxed);

@@ -71,7 +71,14 @@
 // run without it. It waits for room until the ring is down to half the capacity, and
 // wakes a sleeping consumer at the push that ends its wait (never later: a deferred wake
 // deadlocks when the next fetch waits for memory the sleeping consumer holds). Each side
-// polls a few us before sleeping, so a runner that keeps up costs no wake.
+// polls before sleeping: the consumer kRingSpinNs, the runner for as long as the consumer
+// keeps popping, and either side kRingWakeNs after it woke the other (a wake-up takes
+// longer than a small buffer lasts; without that the two took turns sleeping). The
+// per-element path touches no shared counter: the runner reserves budget in batches of
+// up to kReleaseBatchBytes (the rest given back at the end of its run), the consumer
+// gives charges back and publishes the gauges every kReleaseBatch elements or
+// kReleaseBatchBytes and before it may sleep (FlushRingPops), and Notify is a load behind
+// a compiler barrier (spsc_ring.h, asymmetric fences).
 // Everything else is as
 // above: the memory budget (each element reserves its estimate before the fetch and is
 // charged its bytes; an empty ring may fetch unreserved when the demand is urgent),
@@ -309,10 +316,14 @@ class AsyncBufferIterator final : public IteratorBase {
   void RingRunnerLoop() EXCLUDES(mu_);
   // Waits until the ring has room for a run (at most half full), or the runner must stop
   // or pause. Lock-free.
-  void WaitForRingRoom();
+  void WaitForRingRoom(int64_t woke_consumer_ns);
   Result<std::optional<Element>> GetNextRing() EXCLUDES(mu_);
   // The ring's gauges (buffered bytes and elements) into the stats.
   void PublishRingGauges();
+  // Gives the budget the charges of the elements popped since the last flush and
+  // publishes the gauges (consumer thread; every kReleaseBatch pops or kReleaseBatchBytes,
+  // and before the consumer may sleep).
+  void FlushRingPops();
   // The ring's current limit: the capacity, at most the ring's size.
   int64_t RingLimit() const;
   // Whether the ring's runner must stop fetching: cancelled, inline or pausing.
@@ -422,6 +433,13 @@ class AsyncBufferIterator final : public IteratorBase {
   std::unique_ptr<SpscRing<RingItem>> ring_;
   EventCount ring_consumer_ec_;  // an element, the end, the runner left, cancelled
   mutable EventCount ring_producer_ec_;  // room, pause, inline, cancelled
+  // When the consumer last woke a sleeping runner (consumer thread only; see kRingWakeNs).
+  int64_t woke_runner_ns_ = std::numeric_limits<int64_t>::min() / 2;
+  // Popped since the last FlushRingPops (consumer thread only): elements, their bytes, and
+  // the bytes whose charge is still to leave the budget.
+  int64_t ring_popped_ = 0;
+  int64_t ring_popped_bytes_ = 0;
+  int64_t ring_unreleased_ = 0;
   // Charged bytes pushed (runner, or Restore) and popped (consumer): each has one writer.
   std::atomic<int64_t> ring_bytes_in_{0};
   std::atomic<int64_t> ring_bytes_out_{0};

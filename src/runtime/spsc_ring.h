@@ -22,10 +22,17 @@
 //             if (condition()) { ec.CancelWait(); } else { ec.Wait(key); }
 //   notifier: make condition() true (any atomic store); ec.Notify();
 //
-// Notify is one fence and one load while nobody waits. A Notify between PrepareWait and
-// Wait is never lost (Wait returns at once), and a waiter that checked the condition
-// after PrepareWait cannot miss a change made before a Notify: PrepareWait and Notify
-// each order their two accesses with a sequentially consistent fence. A Notify that comes
+// Notify is one load while nobody waits. A Notify between PrepareWait and Wait is never
+// lost (Wait returns at once), and a waiter that checked the condition after PrepareWait
+// cannot miss a change made before a Notify: PrepareWait and Notify each order their two
+// accesses (flag, condition) with a fence. The fences are asymmetric (folly's
+// asymmetricLightBarrier/HeavyBarrier, liburcu's sys_membarrier): Notify, called for
+// every element, has only a compiler barrier; PrepareWait, called only before a sleep,
+// pays for both with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full barrier on
+// every running thread of the process. A sequentially consistent fence in Notify cost
+// half the runner's time in handoff_bench: it waits for the ring slot's store, a cache
+// miss (the consumer wrote the slot last). Where membarrier is missing (old kernels,
+// other systems, seccomp) both sides use the plain fence. A Notify that comes
 // late (it saw an earlier wait registered) at most wakes a later wait early, never leaves
 // it asleep: PrepareWait reads the epoch before it raises the waiting flag.
 //
@@ -104,6 +111,9 @@ class SpscRing {
     return t - h;
   }
   bool Empty() const { return Size() == 0; }
+  // Values popped so far (the consumer's index): lets the producer see whether its
+  // consumer is still taking values while it waits for room.
+  size_t Popped() const { return head_.load(std::memory_order_relaxed); }
 
  private:
   std::unique_ptr<T[]> slots_;
@@ -114,6 +124,22 @@ class SpscRing {
   size_t cached_head_ = 0;                   // producer's view of head_
   alignas(64) char pad_[1] = {};             // keeps the tail line to itself
 };
+
+// The two sides of an asymmetric fence (see EventCount). A LightBarrier on one thread
+// and a HeavyBarrier on another order like two std::atomic_thread_fence(seq_cst): of the
+// accesses before each, at least one side's are seen by the other side after its own.
+namespace asymmetric_fence {
+// True once membarrier is registered; then LightBarrier may be a compiler barrier.
+extern std::atomic<bool> heavy_ready;
+inline void LightBarrier() {
+  if (heavy_ready.load(std::memory_order_relaxed)) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+}
+void HeavyBarrier();
+}  // namespace asymmetric_fence
 
 class EventCount {
  public:
@@ -126,7 +152,7 @@ class EventCount {
     // load sees made its condition visible too.
     const uint32_t key = epoch_.load(std::memory_order_acquire);
     waiting_.store(true, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    asymmetric_fence::HeavyBarrier();
     return key;
   }
   // The condition held after PrepareWait: stop waiting.
@@ -137,19 +163,16 @@ class EventCount {
     while (epoch_.load(std::memory_order_acquire) == key) FutexWait(key);
     waiting_.store(false, std::memory_order_relaxed);
   }
-  // Whether a thread is waiting (or about to): lets a notifier group its wakes.
-  bool waiting() const {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return waiting_.load(std::memory_order_relaxed);
-  }
-  // Wakes the waiter: one fence and one load, no system call, when none waits; one
-  // wake-up per wait however many notifiers race.
-  void Notify() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!waiting_.load(std::memory_order_relaxed)) return;
-    if (!waiting_.exchange(false, std::memory_order_relaxed)) return;
+  // Wakes the waiter: one load, no system call, when none waits; one wake-up per wait
+  // however many notifiers race. Returns whether this call woke the waiter (a system call
+  // was made).
+  bool Notify() {
+    asymmetric_fence::LightBarrier();
+    if (!waiting_.load(std::memory_order_relaxed)) return false;
+    if (!waiting_.exchange(false, std::memory_order_relaxed)) return false;
     epoch_.fetch_add(1, std::memory_order_release);
     FutexWakeAll();
+    return true;
   }
 
  private:

@@ -11,6 +11,11 @@
 #include <string>
 #include <thread>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -151,6 +156,69 @@ TEST(SpscRing, ProducerConsumerStress) {
   EXPECT_GT(expected, 0);
 }
 
+// Strict ping-pong between two threads, each sleeping on an EventCount until the other
+// hands it the turn: every step is a PrepareWait (the heavy side of the asymmetric fence,
+// membarrier where the kernel has it) racing a Notify (the light side, a compiler
+// barrier). A lost wake-up leaves a thread asleep with its turn given; a watchdog then
+// wakes it and the test fails, instead of hanging. Bounded: 20,000 turns or 10 s.
+TEST(EventCount, PingPongLosesNoWakeUp) {
+  EventCount ec[2];
+  std::atomic<int64_t> turn{0};  // even: thread 0 plays, odd: thread 1
+  constexpr int64_t kTurns = 20'000;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> rescues{0};
+  const auto play = [&](int me) {
+    while (!stop.load()) {
+      const int64_t t = turn.load();
+      if (t >= kTurns) break;
+      if (t % 2 == me) {
+        turn.store(t + 1);
+        ec[1 - me].Notify();
+        continue;
+      }
+      const uint32_t key = ec[me].PrepareWait();
+      if (turn.load() != t || stop.load()) {
+        ec[me].CancelWait();
+        continue;
+      }
+      ec[me].Wait(key);
+    }
+    ec[1 - me].Notify();  // the other side may be waiting for the last turn
+  };
+  std::thread a(play, 0), b(play, 1);
+  // Watchdog: the turn must move within a second; if it does not, a wake-up was lost.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int64_t last = -1;
+  auto last_move = std::chrono::steady_clock::now();
+  while (turn.load() < kTurns && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int64_t t = turn.load();
+    if (t != last) {
+      last = t;
+      last_move = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - last_move > std::chrono::seconds(1)) {
+      rescues.fetch_add(1);
+      ec[0].Notify();
+      ec[1].Notify();
+      last_move = std::chrono::steady_clock::now();
+    }
+  }
+  stop = true;
+  ec[0].Notify();
+  ec[1].Notify();
+  a.join();
+  b.join();
+  EXPECT_EQ(rescues.load(), 0) << "a thread slept through the Notify that gave it its turn";
+  EXPECT_GT(turn.load(), 1000) << "the ping-pong made almost no progress in 10 s";
+#if defined(__linux__)
+  // The membarrier path is what ran, where the kernel offers it.
+  const long cmds = syscall(__NR_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0);
+  if (cmds > 0 && (cmds & (1 << 3)) != 0 /* MEMBARRIER_CMD_PRIVATE_EXPEDITED */) {
+    EXPECT_TRUE(asymmetric_fence::heavy_ready.load());
+  }
+#endif
+}
+
 // Prefetch's ring path end to end: order, a checkpoint mid-stream (the ring's elements
 // are saved and restored), and cancellation of a consumer blocked on an empty ring.
 TEST(PrefetchRing, OrderAndCheckpointMidStream) {
@@ -176,6 +244,37 @@ TEST(PrefetchRing, OrderAndCheckpointMidStream) {
   }
   EXPECT_FALSE(*it->GetNext());
   EXPECT_FALSE(*restored->GetNext());
+}
+
+// The ring's charges are taken in batches by the runner and given back in batches by the
+// consumer (async_buffer.cc, FlushRingPops): under a limited budget the buffered bytes
+// stay within it all along, and once the stream ends nothing is charged.
+TEST(PrefetchRing, BatchedChargesStayWithinTheBudgetAndLeaveNothingCharged) {
+  Options o;
+  o.optimization.apply_default_optimizations = false;
+  o.autotune.ram_budget = 256 << 10;  // 256 one-KiB elements would fit; the ring holds 64
+  const Function make = Function::Map(
+      "make", [](Element, FunctionContext&) -> Result<Element> {
+        return Element{Tensor::Zeros(DType::kUInt8, Shape({1024}))};
+      });
+  const Dataset ds = Dataset::Range(20000).Map(make).Prefetch(64);
+  auto it = *ds.MakeIterator(o);
+  int64_t n = 0;
+  while (true) {
+    auto e = it->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+    ASSERT_EQ((**e)[0].nbytes(), 1024u);
+    if (++n % 997 == 0) {
+      const PipelineStats s = it->Snapshot();
+      ASSERT_LE(s.buffered_bytes, o.autotune.ram_budget) << "after " << n << " elements";
+    }
+  }
+  EXPECT_EQ(n, 20000);
+  const PipelineStats s = it->Snapshot();
+  EXPECT_EQ(s.buffered_bytes, 0);
+  EXPECT_LE(s.peak_buffered_bytes, o.autotune.ram_budget);
+  EXPECT_EQ(s.budget_overshoot_bytes, 0);
 }
 
 TEST(PrefetchRing, CancelWakesAConsumerBlockedOnAnEmptyRing) {

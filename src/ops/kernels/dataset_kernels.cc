@@ -86,7 +86,7 @@ void RegisterDatasetKernels(Registry* r) {
                             std::vector<std::string> names =
                                 e.names() ? *e.names() : std::vector<std::string>{};
                             return BuildDataset("FromTensorSlices",
-                                                {{"components", e.tensors()},
+                                                {{"components", e.ToVector()},
                                                  {"names", std::move(names)}});
                           });
                     });

@@ -102,7 +102,7 @@ class ScanIterator : public UnaryIterator {
                              init[i].DebugString(0));
       }
     }
-    state_ = std::move(state.tensors());
+    state_ = state.ToVector();
     return ChargeState();
   }
 
