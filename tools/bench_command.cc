@@ -148,6 +148,13 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--threads", args->threads, "CPU budget (0: the cores available)")->capture_default_str();
   cmd->add_option("--batch-size", args->batch_size, "Batch size (0: the suite's)");
   cmd->add_flag("--sequential", args->sequential, "No parallel ops or prefetch (the naive baseline)");
+  cmd->add_option("--parallelism", args->parallelism,
+                  "Every parallel op's parallelism, as a hand-tuned pipeline would set it "
+                  "(0: the suite's default, AUTOTUNE; -1: AUTOTUNE)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{4096}));
+  cmd->add_option("--prefetch", args->prefetch,
+                  "The final prefetch's buffer (0: the suite's default; -1: AUTOTUNE)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20));
   cmd->add_flag("--json", *json, "Print one JSON object");
   AddDataRootFlags(cmd, &args->roots);
   cmd->add_flag("!--no-optimize", args->optimize,

@@ -17,6 +17,8 @@ Result<BenchResult> BenchImagenet(const BenchArgs& args) {
   ImagenetPipelineOptions opts;
   if (args.batch_size > 0) opts.batch_size = args.batch_size;
   opts.parallel = !args.sequential;
+  if (args.parallelism != 0) opts.num_parallel_calls = args.parallelism;
+  if (args.prefetch != 0) opts.prefetch_buffer = args.prefetch;
   Dataset ds = ImagenetPipeline(args.data, opts);
   SLUICE_ASSIGN_OR_RETURN(BenchResult r, TimePipeline(ds, args, "imagenet", [](const Element& b) {
                             return b[0].dim(0);

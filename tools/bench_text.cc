@@ -55,8 +55,9 @@ Result<BenchResult> BenchText(const BenchArgs& args) {
       Dataset::ListFiles({args.data + "/text-*-of-*"}, /*shuffle=*/false).Repeat();
   Dataset ds = args.sequential
                    ? files.Interleave(open_shard, /*cycle_length=*/4, /*block_length=*/1)
-                   : files.Interleave(open_shard, 4, 1, /*num_parallel_calls=*/kAutotune);
-  if (!args.sequential) ds = ds.Prefetch(kAutotune);
+                   : files.Interleave(open_shard, 4, 1, /*num_parallel_calls=*/
+                                      args.parallelism != 0 ? args.parallelism : kAutotune);
+  if (!args.sequential) ds = ds.Prefetch(args.prefetch != 0 ? args.prefetch : kAutotune);
   SLUICE_RETURN_IF_ERROR(ds.status());
 
   // One entry per batch delivered (warm-up included); the measured ones are the last

@@ -33,6 +33,13 @@ constexpr int64_t kRingSpinNs = 2000;
 // and the two took turns sleeping (two sleeps and two wakes per buffer: 370 ns per
 // element in handoff_bench).
 constexpr int64_t kRingWakeNs = 100000;
+// ... but only while the other side is fast: a push (or pop) every kRingFastNs or less.
+// A side that makes an element in 100 us (a batch) is not waking up when the ring is
+// empty, it is working; polling for it burnt a core that its workers needed.
+constexpr int64_t kRingFastNs = 5000;
+// The intervals are averaged (1/8 weight to the newest): elements often come in bursts
+// (two buffered batches taken back to back), and one short gap is no reason to poll.
+int64_t Ewma(int64_t average, int64_t sample) { return average + (sample - average) / 8; }
 constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
 // A sleeping consumer is woken by the push that ends its wait, never later: deferring the
 // wake to gather a group deadlocked when the runner's next fetch blocked on an input
@@ -386,7 +393,9 @@ void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
   // found the ring empty and slept too). A consumer that stopped taking (a training
   // step) lets the runner sleep after kRingSpinNs.
   size_t popped = ring_->Popped();
-  int64_t spin_until = std::max(MonotonicNs() + kRingSpinNs, woke_consumer_ns + kRingWakeNs);
+  const bool fast = ring_pop_interval_ns_.load(std::memory_order_relaxed) <= kRingFastNs;
+  int64_t spin_until =
+      std::max(MonotonicNs() + kRingSpinNs, fast ? woke_consumer_ns + kRingWakeNs : kNever);
   for (int i = 1;; ++i) {
     CpuRelax();
     if (room()) return;
@@ -400,6 +409,7 @@ void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
       break;
     }
   }
+  ring_producer_ec_.SetAsymmetric(fast);
   while (!room()) {
     const uint32_t key = ring_producer_ec_.PrepareWait();
     if (room()) {
@@ -412,6 +422,16 @@ void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
 
 void AsyncBufferIterator::FlushRingPops() {
   if (ring_popped_ == 0) return;
+  const int64_t now = MonotonicNs();
+  if (ring_flushed_ns_ != 0) {  // (the first flush has no interval to measure)
+    ring_pop_interval_ns_.store(Ewma(ring_pop_interval_ns_.load(std::memory_order_relaxed),
+                                     (now - ring_flushed_ns_) / ring_popped_),
+                                std::memory_order_relaxed);
+  }
+  ring_flushed_ns_ = now;
+  // The consumer waits on ring_consumer_ec_: its mode follows the runner's pace.
+  ring_consumer_ec_.SetAsymmetric(ring_push_interval_ns_.load(std::memory_order_relaxed) <=
+                                  kRingFastNs);
   ring_bytes_out_.store(ring_bytes_out_.load(std::memory_order_relaxed) + ring_popped_bytes_,
                         std::memory_order_relaxed);
   if (ring_unreleased_ != 0) runtime_->memory().Release(ring_unreleased_);
@@ -451,6 +471,11 @@ void AsyncBufferIterator::RingRunnerLoop() {
     int64_t estimate = estimate_;
     fetching_ = true;
     l.Unlock();
+    const int64_t run_start_ns = MonotonicNs();
+    // The runner waits on ring_producer_ec_: its mode follows the consumer's pace (see
+    // spsc_ring.h), chosen here between waits as well as before one.
+    ring_producer_ec_.SetAsymmetric(ring_pop_interval_ns_.load(std::memory_order_relaxed) <=
+                                    kRingFastNs);
     int64_t fetched = 0;  // elements (not errors): their input positions
     int64_t pushed = 0;
     int64_t credit = 0;
@@ -521,6 +546,12 @@ void AsyncBufferIterator::RingRunnerLoop() {
       if (ring_consumer_ec_.Notify()) woke_consumer_ns = MonotonicNs();  // at once
     }
     if (credit > 0) budget.Release(credit);
+    if (pushed > 0) {
+      ring_push_interval_ns_.store(
+          Ewma(ring_push_interval_ns_.load(std::memory_order_relaxed),
+               (MonotonicNs() - run_start_ns) / pushed),
+          std::memory_order_relaxed);
+    }
     if (ring_consumer_ec_.Notify()) woke_consumer_ns = MonotonicNs();  // (no call if none waits)
     l.Lock();
     fetching_ = false;
@@ -569,8 +600,9 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     // Empty: spin a little before sleeping. A runner that keeps up refills the ring
     // within a few hundred ns, much less than a sleep and a wake-up.
     bool arrived = false;
-    const int64_t spin_until =
-        std::max(MonotonicNs() + kRingSpinNs, woke_runner_ns_ + kRingWakeNs);
+    const bool fast = ring_push_interval_ns_.load(std::memory_order_relaxed) <= kRingFastNs;
+    const int64_t spin_until = std::max(MonotonicNs() + kRingSpinNs,
+                                        fast ? woke_runner_ns_ + kRingWakeNs : kNever);
     for (int i = 1; !arrived; ++i) {
       CpuRelax();
       arrived = !ring_->Empty();
@@ -595,6 +627,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     }
     // Sleep until the runner pushes, ends or leaves, telling it who waits (UrgentLocked).
     const std::atomic<bool>* waiter = BeginWaitLocked();
+    ring_consumer_ec_.SetAsymmetric(fast);
     const uint32_t key = ring_consumer_ec_.PrepareWait();
     if (ring_->Empty() && !cancelled_ && runner_active_) {
       l.Unlock();

@@ -72,8 +72,10 @@
 // wakes a sleeping consumer at the push that ends its wait (never later: a deferred wake
 // deadlocks when the next fetch waits for memory the sleeping consumer holds). Each side
 // polls before sleeping: the consumer kRingSpinNs, the runner for as long as the consumer
-// keeps popping, and either side kRingWakeNs after it woke the other (a wake-up takes
-// longer than a small buffer lasts; without that the two took turns sleeping). The
+// keeps popping, and either side kRingWakeNs after it woke the other when the other
+// pushes or pops every kRingFastNs or faster (a wake-up takes longer than a small buffer
+// of fast elements lasts; without that the two took turns sleeping; slower elements are
+// not worth a core's polling). The
 // per-element path touches no shared counter: the runner reserves budget in batches of
 // up to kReleaseBatchBytes (the rest given back at the end of its run), the consumer
 // gives charges back and publishes the gauges every kReleaseBatch elements or
@@ -433,10 +435,16 @@ class AsyncBufferIterator final : public IteratorBase {
   std::unique_ptr<SpscRing<RingItem>> ring_;
   EventCount ring_consumer_ec_;  // an element, the end, the runner left, cancelled
   mutable EventCount ring_producer_ec_;  // room, pause, inline, cancelled
+  // Time per push over the runner's last run, and per pop between the consumer's last two
+  // flushes (FlushRingPops): whether the other side is fast enough to poll for after a
+  // wake-up (kRingFastNs).
+  std::atomic<int64_t> ring_push_interval_ns_{0};
+  std::atomic<int64_t> ring_pop_interval_ns_{0};
   // When the consumer last woke a sleeping runner (consumer thread only; see kRingWakeNs).
   int64_t woke_runner_ns_ = std::numeric_limits<int64_t>::min() / 2;
   // Popped since the last FlushRingPops (consumer thread only): elements, their bytes, and
   // the bytes whose charge is still to leave the budget.
+  int64_t ring_flushed_ns_ = 0;  // when FlushRingPops last ran
   int64_t ring_popped_ = 0;
   int64_t ring_popped_bytes_ = 0;
   int64_t ring_unreleased_ = 0;

@@ -22,19 +22,27 @@
 //             if (condition()) { ec.CancelWait(); } else { ec.Wait(key); }
 //   notifier: make condition() true (any atomic store); ec.Notify();
 //
-// Notify is one load while nobody waits. A Notify between PrepareWait and Wait is never
-// lost (Wait returns at once), and a waiter that checked the condition after PrepareWait
-// cannot miss a change made before a Notify: PrepareWait and Notify each order their two
-// accesses (flag, condition) with a fence. The fences are asymmetric (folly's
-// asymmetricLightBarrier/HeavyBarrier, liburcu's sys_membarrier): Notify, called for
-// every element, has only a compiler barrier; PrepareWait, called only before a sleep,
-// pays for both with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full barrier on
-// every running thread of the process. A sequentially consistent fence in Notify cost
-// half the runner's time in handoff_bench: it waits for the ring slot's store, a cache
-// miss (the consumer wrote the slot last). Where membarrier is missing (old kernels,
-// other systems, seccomp) both sides use the plain fence. A Notify that comes
-// late (it saw an earlier wait registered) at most wakes a later wait early, never leaves
-// it asleep: PrepareWait reads the epoch before it raises the waiting flag.
+// Notify is one fence and one load while nobody waits. A Notify between PrepareWait and
+// Wait is never lost (Wait returns at once), and a waiter that checked the condition after
+// PrepareWait cannot miss a change made before a Notify: PrepareWait and Notify each order
+// their two accesses (flag, condition) with a fence. A Notify that comes late (it saw an
+// earlier wait registered) at most wakes a later wait early, never leaves it asleep:
+// PrepareWait reads the epoch before it raises the waiting flag.
+//
+// Asymmetric mode (SetAsymmetric, folly's asymmetricLightBarrier/HeavyBarrier, liburcu's
+// sys_membarrier): Notify's fence becomes a compiler barrier and PrepareWait pays for
+// both with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full barrier on every running
+// thread of the process (an interrupt to each core running one). Worth it when Notify is
+// called far more often than anyone sleeps: a fence per element cost half of Prefetch's
+// runner time handing int64 scalars across (it waits for the ring slot's store, a cache
+// miss: the consumer wrote the slot last); a membarrier per sleep cost 4-6% of the
+// Fashion-MNIST pipeline, whose consumer sleeps once per batch. So the waiter chooses,
+// between waits, from how fast its notifier goes (async_buffer.cc, kRingFastNs). Leaving
+// the mode issues one membarrier, so that every notifier sees the change before the next
+// wait relies on its fence: a Notify that read the old mode had made its condition store
+// before that read, so the membarrier's barrier on its core, before or after the read,
+// makes the store visible or the new mode seen. Where membarrier is missing (old
+// kernels, other systems, seccomp; or SLUICE_NO_MEMBARRIER set) the mode stays off.
 //
 // Thread-safety: TryPush from one producer thread, TryPop/Peek from one consumer thread,
 // Size/Empty from either; EventCount: PrepareWait/CancelWait/Wait from one thread at a
@@ -125,19 +133,13 @@ class SpscRing {
   alignas(64) char pad_[1] = {};             // keeps the tail line to itself
 };
 
-// The two sides of an asymmetric fence (see EventCount). A LightBarrier on one thread
-// and a HeavyBarrier on another order like two std::atomic_thread_fence(seq_cst): of the
-// accesses before each, at least one side's are seen by the other side after its own.
+// The heavy side of an asymmetric fence (see EventCount): a full barrier on every running
+// thread of the process. A compiler barrier on one thread and a HeavyBarrier on another
+// order like two std::atomic_thread_fence(seq_cst).
 namespace asymmetric_fence {
-// True once membarrier is registered; then LightBarrier may be a compiler barrier.
-extern std::atomic<bool> heavy_ready;
-inline void LightBarrier() {
-  if (heavy_ready.load(std::memory_order_relaxed)) {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  } else {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-  }
-}
+// Whether HeavyBarrier is a membarrier (registers the process on the first call); when
+// false, HeavyBarrier is only a fence and the light side must fence too.
+bool Available();
 void HeavyBarrier();
 }  // namespace asymmetric_fence
 
@@ -152,9 +154,21 @@ class EventCount {
     // load sees made its condition visible too.
     const uint32_t key = epoch_.load(std::memory_order_acquire);
     waiting_.store(true, std::memory_order_relaxed);
-    asymmetric_fence::HeavyBarrier();
+    if (asymmetric_.load(std::memory_order_relaxed)) {
+      asymmetric_fence::HeavyBarrier();
+    } else {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
     return key;
   }
+  // Switches the asymmetric mode (see above). Waiter's thread, between waits.
+  void SetAsymmetric(bool on) {
+    if (on == asymmetric_.load(std::memory_order_relaxed)) return;
+    if (on && !asymmetric_fence::Available()) return;
+    asymmetric_.store(on, std::memory_order_relaxed);
+    if (!on) asymmetric_fence::HeavyBarrier();
+  }
+  bool asymmetric() const { return asymmetric_.load(std::memory_order_relaxed); }
   // The condition held after PrepareWait: stop waiting.
   void CancelWait() { waiting_.store(false, std::memory_order_relaxed); }
   // Sleeps until a Notify after the PrepareWait that returned `key` (or returns at once
@@ -163,11 +177,15 @@ class EventCount {
     while (epoch_.load(std::memory_order_acquire) == key) FutexWait(key);
     waiting_.store(false, std::memory_order_relaxed);
   }
-  // Wakes the waiter: one load, no system call, when none waits; one wake-up per wait
-  // however many notifiers race. Returns whether this call woke the waiter (a system call
+  // Wakes the waiter: a fence (a compiler barrier in asymmetric mode) and one load, no
+  // system call, when none waits; one wake-up per wait however many notifiers race. Returns whether this call woke the waiter (a system call
   // was made).
   bool Notify() {
-    asymmetric_fence::LightBarrier();
+    if (asymmetric_.load(std::memory_order_relaxed)) {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
     if (!waiting_.load(std::memory_order_relaxed)) return false;
     if (!waiting_.exchange(false, std::memory_order_relaxed)) return false;
     epoch_.fetch_add(1, std::memory_order_release);
@@ -196,6 +214,7 @@ class EventCount {
 
   std::atomic<uint32_t> epoch_{0};
   std::atomic<bool> waiting_{false};
+  std::atomic<bool> asymmetric_{false};
 };
 
 }  // namespace sluice
