@@ -5,21 +5,12 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "core/sanitizers.h"
 
 namespace sluice::small_blocks {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRecycle = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRecycle = false;
-#else
-constexpr bool kRecycle = true;
-#endif
-#else
-constexpr bool kRecycle = true;
-#endif
+constexpr bool kRecycle = !kAddressSanitizer;
 
 constexpr int kClasses = static_cast<int>(kMaxBytes / kStep);
 constexpr int kLocalMax = 256;

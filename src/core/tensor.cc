@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/mutex.h"
+#include "core/sanitizers.h"
 #include "core/small_blocks.h"
 
 namespace sluice {
@@ -246,17 +247,7 @@ std::string PartialShape::ToString() const {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCacheAllowed = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kCacheAllowed = false;
-#else
-constexpr bool kCacheAllowed = true;
-#endif
-#else
-constexpr bool kCacheAllowed = true;
-#endif
+constexpr bool kCacheAllowed = !kAddressSanitizer;
 
 // Rounds a large block size up to its class: 8 classes per power of two.
 size_t LargeClass(size_t bytes) {

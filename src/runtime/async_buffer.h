@@ -75,8 +75,10 @@
 // keeps popping, and either side kRingWakeNs after it woke the other when the other
 // pushes or pops every kRingFastNs or faster (a wake-up takes longer than a small buffer
 // of fast elements lasts; without that the two took turns sleeping; slower elements are
-// not worth a core's polling). The
-// per-element path touches no shared counter: the runner reserves budget in batches of
+// not worth a core's polling). Behind a runner that pushes every kRingSlipNs or faster,
+// a consumer that found the ring empty waits for kRingSlip elements (or a few push
+// intervals) before taking the first (temporal slipping), so the two never work on the
+// same cache line of slots. The per-element path touches no shared counter: the runner reserves budget in batches of
 // up to kReleaseBatchBytes (the rest given back at the end of its run), the consumer
 // gives charges back and publishes the gauges every kReleaseBatch elements or
 // kReleaseBatchBytes and before it may sleep (FlushRingPops), and Notify is a load behind
@@ -441,7 +443,11 @@ class AsyncBufferIterator final : public IteratorBase {
   std::atomic<int64_t> ring_push_interval_ns_{0};
   std::atomic<int64_t> ring_pop_interval_ns_{0};
   // When the consumer last woke a sleeping runner (consumer thread only; see kRingWakeNs).
-  int64_t woke_runner_ns_ = std::numeric_limits<int64_t>::min() / 2;
+  // The consumer's per-element fields start a cache line of their own (alignas), and
+  // ring_bytes_in_ starts the next: sharing a line with a field the runner writes (or
+  // reads) per element cost 4x in handoff_bench, in the processes where the heap placed
+  // the object so that they did.
+  alignas(64) int64_t woke_runner_ns_ = std::numeric_limits<int64_t>::min() / 2;
   // Popped since the last FlushRingPops (consumer thread only): elements, their bytes, and
   // the bytes whose charge is still to leave the budget.
   int64_t ring_flushed_ns_ = 0;  // when FlushRingPops last ran
@@ -449,7 +455,7 @@ class AsyncBufferIterator final : public IteratorBase {
   int64_t ring_popped_bytes_ = 0;
   int64_t ring_unreleased_ = 0;
   // Charged bytes pushed (runner, or Restore) and popped (consumer): each has one writer.
-  std::atomic<int64_t> ring_bytes_in_{0};
+  alignas(64) std::atomic<int64_t> ring_bytes_in_{0};  // runner, once per run
   std::atomic<int64_t> ring_bytes_out_{0};
   // Save wants the runner to stop fetching.
   mutable std::atomic<bool> pause_requested_{false};
@@ -467,7 +473,8 @@ class AsyncBufferIterator final : public IteratorBase {
   // Elements in slots_ and in group_ (counted against ElementLimit).
   int64_t buffered_elements_ GUARDED_BY(mu_) = 0;
   // The group GetNext's thread is handing out and its cursor (that thread only).
-  std::unique_ptr<Slot> group_;
+  // The consumer's per-element group fields: a cache line of their own (see above).
+  alignas(64) std::unique_ptr<Slot> group_;
   size_t group_next_ = 0;
   // Charges of results handed out from group_, not yet released (still in
   // group_->reserved), and how many results they are (that thread only).
@@ -475,7 +482,7 @@ class AsyncBufferIterator final : public IteratorBase {
   int64_t group_unreleased_count_ = 0;
   // Used groups' slots, kept for the runner's next groups (at most kFreeSlots).
   static constexpr size_t kFreeSlots = 8;
-  std::vector<std::unique_ptr<Slot>> free_slots_ GUARDED_BY(mu_);
+  alignas(64) std::vector<std::unique_ptr<Slot>> free_slots_ GUARDED_BY(mu_);
   // Measured wall ns per element (EWMA over groups; -1 before the first) and the next
   // group's size.
   std::atomic<int64_t> work_ns_{-1};
