@@ -19,7 +19,6 @@ void FreeTensorList(void* p, size_t bytes) {
 }
 }  // namespace internal
 
-
 Names MakeNames(std::vector<std::string> names) {
   return std::make_shared<const std::vector<std::string>>(std::move(names));
 }

@@ -44,7 +44,10 @@ int64_t Ewma(int64_t average, int64_t sample) { return average + (sample - avera
 // faster, the consumer of an empty ring waits for kRingSlip elements before it takes one.
 constexpr int64_t kRingSlipNs = 1000;
 constexpr int64_t kRingSlip = 8;
-constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
+// Whether the other side of the ring goes at kRingFastNs or faster (its averaged pace).
+bool Fast(const std::atomic<int64_t>& interval_ns) {
+  return interval_ns.load(std::memory_order_relaxed) <= kRingFastNs;
+}
 // A sleeping consumer is woken by the push that ends its wait, never later: deferring the
 // wake to gather a group deadlocked when the runner's next fetch blocked on an input
 // that waits for memory the un-woken consumer would have released (AsyncBuffer.
@@ -397,9 +400,9 @@ void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
   // found the ring empty and slept too). A consumer that stopped taking (a training
   // step) lets the runner sleep after kRingSpinNs.
   size_t popped = ring_->Popped();
-  const bool fast = ring_pop_interval_ns_.load(std::memory_order_relaxed) <= kRingFastNs;
+  const bool fast = Fast(ring_pop_interval_ns_);
   int64_t spin_until =
-      std::max(MonotonicNs() + kRingSpinNs, fast ? woke_consumer_ns + kRingWakeNs : kNever);
+      std::max(MonotonicNs() + kRingSpinNs, fast ? woke_consumer_ns + kRingWakeNs : kNeverNs);
   for (int i = 1;; ++i) {
     CpuRelax();
     if (room()) return;
@@ -413,8 +416,7 @@ void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
       break;
     }
   }
-  ring_producer_ec_.SetAsymmetric(fast);
-  while (!room()) {
+  while (!room()) {  // (the wait's mode was chosen at the run's start)
     const uint32_t key = ring_producer_ec_.PrepareWait();
     if (room()) {
       ring_producer_ec_.CancelWait();
@@ -434,8 +436,7 @@ void AsyncBufferIterator::FlushRingPops() {
   }
   ring_flushed_ns_ = now;
   // The consumer waits on ring_consumer_ec_: its mode follows the runner's pace.
-  ring_consumer_ec_.SetAsymmetric(ring_push_interval_ns_.load(std::memory_order_relaxed) <=
-                                  kRingFastNs);
+  ring_consumer_ec_.SetAsymmetric(Fast(ring_push_interval_ns_));
   ring_bytes_out_.store(ring_bytes_out_.load(std::memory_order_relaxed) + ring_popped_bytes_,
                         std::memory_order_relaxed);
   if (ring_unreleased_ != 0) runtime_->memory().Release(ring_unreleased_);
@@ -455,7 +456,7 @@ void AsyncBufferIterator::RingRunnerLoop() {
   SetCurrentThreadName("sluice-" + node().op());
   MemoryBudget& budget = runtime_->memory();
   MutexLock l(&mu_);
-  int64_t woke_consumer_ns = kNever;  // when this runner last woke a sleeping consumer
+  int64_t woke_consumer_ns = kNeverNs;  // when this runner last woke a sleeping consumer
   while (true) {
     l.Unlock();
     WaitForRingRoom(woke_consumer_ns);
@@ -480,8 +481,7 @@ void AsyncBufferIterator::RingRunnerLoop() {
     const int64_t run_start_ns = MonotonicNs();
     // The runner waits on ring_producer_ec_: its mode follows the consumer's pace (see
     // spsc_ring.h), chosen here between waits as well as before one.
-    ring_producer_ec_.SetAsymmetric(ring_pop_interval_ns_.load(std::memory_order_relaxed) <=
-                                    kRingFastNs);
+    ring_producer_ec_.SetAsymmetric(Fast(ring_pop_interval_ns_));
     int64_t fetched = 0;  // elements (not errors): their input positions
     int64_t pushed = 0;
     int64_t credit = 0;
@@ -612,7 +612,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     const bool fast = push_ns <= kRingFastNs;
     const int64_t now = MonotonicNs();
     const int64_t spin_until =
-        std::max(now + kRingSpinNs, fast ? woke_runner_ns_ + kRingWakeNs : kNever);
+        std::max(now + kRingSpinNs, fast ? woke_runner_ns_ + kRingWakeNs : kNeverNs);
     // Temporal slipping (FastForward, Giacomoni et al., PPoPP 2008): behind a runner that
     // pushes every few hundred ns, wait until kRingSlip elements are in (or a few of its
     // intervals passed) before taking the first. A consumer that takes each element the

@@ -246,6 +246,8 @@ class AsyncBufferIterator final : public IteratorBase {
   // elements the ring's runner fetches per lock.
   static constexpr int64_t kMaxRingSlots = 4096;
   static constexpr int64_t kRingRun = 64;
+  // A time long past (the ring's "last woke the other side" before any wake).
+  static constexpr int64_t kNeverNs = std::numeric_limits<int64_t>::min() / 2;
   // Groups (see "Groups"): the work a group aims to carry, a few handoffs' worth, and the
   // most elements in one group.
   static constexpr int64_t kGroupTargetNs = 4 * kHandoffNs;
@@ -444,10 +446,9 @@ class AsyncBufferIterator final : public IteratorBase {
   std::atomic<int64_t> ring_pop_interval_ns_{0};
   // When the consumer last woke a sleeping runner (consumer thread only; see kRingWakeNs).
   // The consumer's per-element fields start a cache line of their own (alignas), and
-  // ring_bytes_in_ starts the next: sharing a line with a field the runner writes (or
-  // reads) per element cost 4x in handoff_bench, in the processes where the heap placed
-  // the object so that they did.
-  alignas(64) int64_t woke_runner_ns_ = std::numeric_limits<int64_t>::min() / 2;
+  // ring_bytes_in_ starts the next, so that no field the runner writes (or reads) per
+  // element shares their line, wherever the heap places the object.
+  alignas(64) int64_t woke_runner_ns_ = kNeverNs;
   // Popped since the last FlushRingPops (consumer thread only): elements, their bytes, and
   // the bytes whose charge is still to leave the budget.
   int64_t ring_flushed_ns_ = 0;  // when FlushRingPops last ran
