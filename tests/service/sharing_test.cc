@@ -2,6 +2,8 @@
 // and jobs sharing a name through Distribute with in-process workers.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <thread>
 
 #include "service/cross_trainer_cache.h"
@@ -158,17 +160,29 @@ struct TrainerResult {
   Status status;
 };
 
-// Four trainers read one shared job at once; trainer 3 sleeps `slow_us` per element.
-// Each gets an increasing subsequence of 0..n-1 whose gaps are its counted skips.
+// Four trainers read one shared job at once; trainer 3 sleeps `slow_us` per element and,
+// when slow, also waits after its first element until the other three are done (at most
+// 30 s), so it falls behind by more than the cache holds however slow the RPCs are (a
+// per-element sleep alone left it in step with the others over gRPC under TSan beside
+// other tests: CI, twice). Each gets an increasing subsequence of 0..n-1 whose gaps are
+// its counted skips.
 void FourTrainers(const Cluster& c, const std::string& target, int64_t n,
                   int64_t slow_us, std::vector<int64_t>* skipped_out) {
   const size_t reports_before = JobReports().size();
   // A pipeline with a counter of its own runs: the cache must run it once.
   Dataset ds = Dataset::Range(n);
   std::vector<TrainerResult> results(4);
+  std::atomic<int> fast_done{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
+      struct CountFast {
+        std::atomic<int>* done;
+        bool fast;
+        ~CountFast() {
+          if (fast) done->fetch_add(1);
+        }
+      } count_fast{&fast_done, t != 3};
       Dataset d = Distribute(ds, c.Options("trainer" + std::to_string(t), target));
       auto it = d.MakeIterator();
       if (!it.ok()) {
@@ -184,6 +198,12 @@ void FourTrainers(const Cluster& c, const std::string& target, int64_t n,
         if (!e->has_value()) return;
         results[t].values.push_back(testing::IntOf(**e));
         if (t == 3 && slow_us > 0) {
+          if (results[t].values.size() == 1) {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+            while (fast_done.load() < 3 && std::chrono::steady_clock::now() < until) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+          }
           std::this_thread::sleep_for(std::chrono::microseconds(slow_us));
         }
       }
