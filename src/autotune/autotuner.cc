@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "autotune/model.h"
 #include "autotune/optimizer.h"
@@ -24,7 +25,10 @@ std::string Us(double ns) {
 // over the window: its own CPU (for Prefetch, which does no work of its own, its whole
 // input subtree's); -1 when the window saw no element. One element is enough: a slow op
 // (a batch of decoded images) produces a few per window, and it is the one that must
-// leave inline mode quickly.
+// leave inline mode quickly. CPU, not wall time: on a busy machine an inline op's wall
+// time is mostly its thread waiting for a core, which moving the op would not save (a
+// no-op map measured 5 us of "work" that way). So an op that only waits (a remote read)
+// stays inline; see docs/autotune.md.
 double MovableWorkNs(const StatsDelta& delta, size_t i, bool subtree) {
   const IteratorStats& n = delta.nodes[i];
   if (n.elements_produced < 1) return -1;
@@ -181,12 +185,13 @@ bool Autotuner::Round() {
     }
   }
   bool mode_changed = false;
-  std::vector<KnobState> resources;
+  std::vector<KnobState> resources, inline_knobs;
   for (const KnobState& k : knobs) {
     if (k.kind != KnobKind::kMode) {
       resources.push_back(k);
       continue;
     }
+    if (k.name == "inline" && k.value != 0) inline_knobs.push_back(k);
     if (k.name != "inline") continue;
     for (size_t i = 0; i < delta.nodes.size(); ++i) {
       if (delta.nodes[i].prefix != k.prefix) continue;
@@ -236,9 +241,17 @@ bool Autotuner::Round() {
   limits.ram_budget = runtime_->memory().limit();
   std::vector<int64_t> current(knobs.size());
   for (size_t k = 0; k < knobs.size(); ++k) current[k] = knobs[k].value;
-  const std::vector<int64_t> plan = HillClimb(model, knobs, current, limits);
-  if (plan == current) return mode_changed;
+  const std::vector<int64_t> plan = HillClimb(model, Bounded(knobs), current, limits);
+  bool changed = mode_changed;
+  if (plan != current) changed |= Apply(model, knobs, current, plan, limits, measured);
+  return Trial(stats, knobs, inline_knobs, model, limits.cpu_budget, limits.ram_budget,
+               changed) ||
+         changed;
+}
 
+bool Autotuner::Apply(const Model& model, const std::vector<KnobState>& knobs,
+                      const std::vector<int64_t>& current, const std::vector<int64_t>& plan,
+                      const OptimizerLimits& limits, double measured) {
   const double now_period = model.Period(current);
   const double plan_period = model.Period(plan);
   bool over_cpu = false;  // a knob above the budget (the budget shrank: affinity, cgroup)
@@ -252,14 +265,22 @@ bool Autotuner::Round() {
   const bool cheaper = plan_period <= now_period * 1.01 &&
                        TotalParallelism(knobs, plan) <= TotalParallelism(knobs, current) &&
                        model.BufferedBytes(plan) <= model.BufferedBytes(current);
+  // A floor raised by a trial above the current value (just kept) is applied as a plan.
+  bool floored = false;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    auto f = floors_.find(knobs[k].prefix + "/" + knobs[k].name);
+    floored |= f != floors_.end() && current[k] < f->second && plan[k] > current[k];
+  }
   SLUICE_LOG(kDebug) << "autotune: round " << rounds() << ": measured " << measured
-                     << " elements/s, consumer " << Us(std::max(0.0, consumer_ns_)) << "/element, model "
-                     << Us(now_period) << " -> " << Us(plan_period) << " per element";
-  if (!(better || cheaper || over_cpu || over_ram)) return mode_changed;
-  bool changed = mode_changed;
+                     << " elements/s, consumer " << Us(std::max(0.0, consumer_ns_))
+                     << "/element, model " << Us(now_period) << " -> " << Us(plan_period)
+                     << " per element";
+  if (!(better || cheaper || over_cpu || over_ram || floored)) return false;
+  bool changed = false;
   for (size_t k = 0; k < knobs.size(); ++k) {
     if (plan[k] == current[k]) continue;
-    if (!registry.Set(knobs[k].id, plan[k])) continue;  // the iterator is gone
+    // By name: under a Repeat the knob's iterator (and id) may be re-made meanwhile.
+    if (!runtime_->tunables().Set(knobs[k].prefix, knobs[k].name, plan[k])) continue;
     changed = true;
     changes_.fetch_add(1, std::memory_order_relaxed);
     SLUICE_LOG(kInfo) << "autotune: " << knobs[k].prefix << " (" << knobs[k].op << ") "
@@ -271,6 +292,153 @@ bool Autotuner::Round() {
                       << model.BufferedBytes(plan) / (1 << 20) << " MiB)";
   }
   return changed;
+}
+
+std::vector<KnobState> Autotuner::Bounded(std::vector<KnobState> knobs) const {
+  for (KnobState& k : knobs) {
+    const std::string key = k.prefix + "/" + k.name;
+    auto f = floors_.find(key);
+    if (f != floors_.end()) k.min = std::max(k.min, std::min(f->second, k.max));
+    if (trial_.active && key == trial_.key) k.min = k.max = trial_.Value();
+  }
+  return knobs;
+}
+
+void Autotuner::StartSlice(int slice, std::chrono::steady_clock::time_point now) {
+  const int64_t before = trial_.Value();
+  trial_.slice = slice;
+  trial_.measuring = false;
+  trial_.settle_until = now;
+  if (trial_.Value() != before) {
+    // By name: under a Repeat the knob's iterator (and id) is re-made every epoch and
+    // starts at the value set last.
+    runtime_->tunables().Set(trial_.prefix, trial_.name, trial_.Value());
+    changes_.fetch_add(1, std::memory_order_relaxed);
+    trial_.settle_until = now + kTrialSettle;
+  }
+}
+
+bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& knobs,
+                      const std::vector<KnobState>& inline_knobs, const Model& model,
+                      int64_t cpu_budget, int64_t ram_budget, bool changed) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point now = Clock::now();
+  auto end_trial = [&] {
+    if (trial_.Value() != trial_.from) {
+      runtime_->tunables().Set(trial_.prefix, trial_.name, trial_.from);
+      changes_.fetch_add(1, std::memory_order_relaxed);
+    }
+    trial_.active = false;
+  };
+  if (changed) {  // the slices would not compare like with like
+    if (trial_.active) {
+      SLUICE_LOG(kDebug) << "autotune: trial of " << trial_.key << " cancelled by a change";
+      end_trial();
+    }
+    quiet_rounds_ = 0;
+    return false;
+  }
+  if (trial_.active) {
+    if (!trial_.measuring) {
+      if (now < trial_.settle_until) return true;
+      trial_.window.Reset(stats);
+      trial_.measuring = true;
+      return true;
+    }
+    const StatsDelta w = trial_.window.Delta(stats);
+    if (w.restarted) {  // the tree was swapped (Restore)
+      end_trial();
+      return false;
+    }
+    const int64_t n = w.nodes.empty() ? 0 : w.nodes[0].elements_produced;
+    const int64_t ns = w.duration_ns;
+    const bool too_slow = ns > std::chrono::nanoseconds(kTrialMaxSpan).count();
+    if (!too_slow && (n < kSliceElements ||
+                      ns < std::chrono::nanoseconds(kTrialSlice).count())) {
+      return true;
+    }
+    TrialHistory& h = trial_history_[trial_.key];
+    if (too_slow) {  // too few elements to measure a rate: not worth trying now
+      end_trial();
+      h.backoff = kMaxTrialBackoff;
+      h.next = now + h.backoff;
+      return true;
+    }
+    const int ab = trial_.slice == 1 || trial_.slice == 2 ? 1 : 0;
+    trial_.ns[ab] += static_cast<double>(ns);
+    trial_.elements[ab] += n;
+    if (trial_.slice < 3) {
+      StartSlice(trial_.slice + 1, now);
+      return true;
+    }
+    const double a = static_cast<double>(trial_.elements[0]) * 1e9 / trial_.ns[0];
+    const double b = static_cast<double>(trial_.elements[1]) * 1e9 / trial_.ns[1];
+    const bool keep = b >= a * (1 + kTrialGain);
+    SLUICE_LOG(kInfo) << "autotune: trial " << trial_.key << " " << trial_.from << " -> "
+                      << trial_.to << ": " << a << " -> " << b << " elements/s, "
+                      << (keep ? "kept" : "reverted");
+    if (keep) {  // the last slice (A) ran at the old value
+      floors_[trial_.key] = trial_.to;
+      runtime_->tunables().Set(trial_.prefix, trial_.name, trial_.to);
+      trial_.from = trial_.to;  // end_trial leaves it there
+      h = TrialHistory{now, std::chrono::seconds(0)};
+    } else {
+      h.backoff = std::min<std::chrono::seconds>(
+          h.backoff.count() == 0 ? kTrialBackoff : h.backoff * 2, kMaxTrialBackoff);
+      h.next = now + h.backoff;
+    }
+    end_trial();
+    quiet_rounds_ = kStableRounds;  // the next trial may start at the next round
+    return true;
+  }
+  // Idle: start a trial once the knobs have been still for a while.
+  if (++quiet_rounds_ < kStableRounds) return false;
+  std::vector<int64_t> v(knobs.size());
+  for (size_t k = 0; k < knobs.size(); ++k) v[k] = knobs[k].value;
+  // Order: parallelism before buffers (a buffer step rarely gains as much), the op doing
+  // the most work first, then the step the model rates best.
+  int best = -1;
+  int64_t best_to = 0;
+  std::tuple<int, double, double> best_rank;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    const KnobState& knob = knobs[k];
+    if (knob.kind != KnobKind::kParallelism && knob.kind != KnobKind::kBuffer) continue;
+    if (!model.knob_ready(k) || knob.value >= knob.max) continue;
+    // Parallelism one call at a time; a buffer doubles (a slot more of a deep buffer
+    // changes little).
+    const int64_t to = knob.kind == KnobKind::kBuffer
+                           ? std::min(knob.max, std::max(knob.value + 1, 2 * knob.value))
+                           : knob.value + 1;
+    if (knob.kind == KnobKind::kParallelism && to > cpu_budget) continue;
+    bool runs_inline = false;
+    for (const KnobState& m : inline_knobs) runs_inline |= m.prefix == knob.prefix;
+    if (runs_inline) continue;
+    auto h = trial_history_.find(knob.prefix + "/" + knob.name);
+    if (h != trial_history_.end() && now < h->second.next) continue;
+    const int64_t at = v[k];
+    v[k] = to;
+    const bool fits =
+        ram_budget <= 0 || model.BufferedBytes(v) <= static_cast<double>(ram_budget);
+    const double p = model.Period(v);
+    v[k] = at;
+    if (!fits) continue;
+    const std::tuple<int, double, double> rank = {
+        knob.kind == KnobKind::kParallelism ? 0 : 1, -model.knob_work(k), p};
+    if (best < 0 || rank < best_rank) best = static_cast<int>(k), best_rank = rank, best_to = to;
+  }
+  if (best < 0) return false;
+  const KnobState& knob = knobs[best];
+  trial_ = TrialState{};
+  trial_.active = true;
+  trial_.key = knob.prefix + "/" + knob.name;
+  trial_.prefix = knob.prefix;
+  trial_.name = knob.name;
+  trial_.from = knob.value;
+  trial_.to = best_to;
+  StartSlice(0, now);
+  SLUICE_LOG(kDebug) << "autotune: trial " << trial_.key << " " << trial_.from << " -> "
+                     << trial_.to;
+  return true;
 }
 
 }  // namespace sluice

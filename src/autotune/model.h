@@ -50,6 +50,10 @@ class Model {
   bool ready() const { return ready_; }
   // Whether knob k's node has produced output (its work and sizes are measured).
   bool knob_ready(size_t k) const { return knob_node_[k] >= 0 && nodes_[knob_node_[k]].ready; }
+  // The exclusive CPU per root element (ns) of knob k's node; 0 when it is not measured.
+  double knob_work(size_t k) const {
+    return knob_ready(k) ? nodes_[knob_node_[k]].work : 0;
+  }
   // Modelled ns per root element at knob values v.
   double Period(const std::vector<int64_t>& v) const;
   // The pool threads the model expects busy at once at knob values v: the sum over

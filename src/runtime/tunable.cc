@@ -56,6 +56,21 @@ std::vector<KnobState> TunableRegistry::List() const {
   return out;
 }
 
+bool TunableRegistry::Set(const std::string& prefix, const std::string& name,
+                          int64_t value) {
+  std::vector<uint64_t> ids;
+  {
+    MutexLock l(&mu_);
+    remembered_[{prefix, name}] = value;  // Register clamps it to the knob's range
+    for (const auto& [id, e] : knobs_) {
+      if (e.spec.prefix == prefix && e.spec.name == name) ids.push_back(id);
+    }
+  }
+  bool live = false;
+  for (uint64_t id : ids) live |= Set(id, value);
+  return live;
+}
+
 bool TunableRegistry::Set(uint64_t id, int64_t value) {
   MutexLock l(&mu_);
   auto it = knobs_.find(id);

@@ -122,6 +122,11 @@ class TunableRegistry {
   std::vector<KnobState> List() const;
   // Sets a live knob (clamped to its range) and remembers the value; false when it is gone.
   bool Set(uint64_t id, int64_t value);
+  // Remembers `value` for knobs named `prefix` and `name` (the iterators a Repeat or a
+  // Restore makes next start at it) and sets the live ones; false when none is live.
+  // A knob's id changes every time its iterator is re-made (every epoch under a Repeat):
+  // a setting meant to last longer than one iterator goes through here.
+  bool Set(const std::string& prefix, const std::string& name, int64_t value);
   // Called (with the registry's mutex held) after every registration; null clears it.
   // Once SetListener returns, the previous listener is never called again. The
   // autotuner uses it to start its thread when the first knob appears.
