@@ -155,6 +155,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--prefetch", args->prefetch,
                   "The final prefetch's buffer (0: the suite's default; -1: AUTOTUNE)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20));
+  cmd->add_option("--initial-parallelism", args->initial_parallelism,
+                  "Where AUTOTUNE parallelism starts (0: the CPU budget, the default; "
+                  "`sluice bench autotune` starts from 1)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   cmd->add_flag("--json", *json, "Print one JSON object");
   AddDataRootFlags(cmd, &args->roots);
   cmd->add_flag("!--no-optimize", args->optimize,
