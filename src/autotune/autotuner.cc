@@ -193,6 +193,9 @@ bool Autotuner::Round() {
     }
     if (k.name == "inline" && k.value != 0) inline_knobs.push_back(k);
     if (k.name != "inline") continue;
+    // A trial of this mode owns it until it ends; one that kept it async keeps it so.
+    if (trial_.active && k.prefix == trial_.prefix && k.name == trial_.name) continue;
+    const bool kept_async = floors_.count(k.prefix + "/" + k.name) > 0;
     for (size_t i = 0; i < delta.nodes.size(); ++i) {
       if (delta.nodes[i].prefix != k.prefix) continue;
       const bool prefetch = k.op == "Prefetch";
@@ -215,7 +218,8 @@ bool Autotuner::Round() {
         want = 0;
         if (probe.probing) probe.backoff = std::min(probe.backoff * 2 + 1, kMaxProbeBackoff);
         probe.wait = probe.backoff;
-      } else if (k.value == 0 && gain < kProbeFactor * handoff && --probe.wait < 0) {
+      } else if (k.value == 0 && !kept_async && gain < kProbeFactor * handoff &&
+                 --probe.wait < 0) {
         want = 1;
       }
       probe.probing = want == 1 && k.value == 0;
@@ -423,11 +427,34 @@ bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& 
     v[k] = at;
     if (!fits) continue;
     const std::tuple<int, double, double> rank = {
-        knob.kind == KnobKind::kParallelism ? 0 : 1, -model.knob_work(k), p};
+        knob.kind == KnobKind::kParallelism ? 0 : 2, -model.knob_work(k), p};
     if (best < 0 || rank < best_rank) best = static_cast<int>(k), best_rank = rank, best_to = to;
   }
-  if (best < 0) return false;
-  const KnobState& knob = knobs[best];
+  // Modes: a parallel op running inline, tried async (the mode rule reads CPU per
+  // element, which can say "cheap" for an op that pays off on another thread). After the
+  // parallelism steps, before the buffers.
+  const KnobState* mode = nullptr;
+  const double root = stats.nodes.empty() ? 0 : static_cast<double>(stats.nodes[0].elements_produced);
+  for (const KnobState& m : inline_knobs) {
+    // Not a Prefetch: it does no work of its own, and at the root its rule already
+    // weighs the measured consumer (async_payoff.h).
+    if (m.op == "Prefetch") continue;
+    auto h = trial_history_.find(m.prefix + "/" + m.name);
+    if (h != trial_history_.end() && now < h->second.next) continue;
+    double work = -1;
+    for (const IteratorStats& n : stats.nodes) {
+      if (n.prefix == m.prefix && n.elements_produced > 0 && root > 0) {
+        work = static_cast<double>(n.cpu_ns) / root;
+      }
+    }
+    if (work < 0) continue;  // not measured yet
+    const std::tuple<int, double, double> rank = {1, -work, 0};
+    if ((best < 0 && mode == nullptr) || rank < best_rank) {
+      best = -1, mode = &m, best_rank = rank, best_to = 0;
+    }
+  }
+  if (best < 0 && mode == nullptr) return false;
+  const KnobState& knob = mode != nullptr ? *mode : knobs[best];
   trial_ = TrialState{};
   trial_.active = true;
   trial_.key = knob.prefix + "/" + knob.name;

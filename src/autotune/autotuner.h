@@ -28,13 +28,14 @@
 // than the model predicts. A map that waits (a remote read) shows little CPU at all. So
 // once the knobs have been still for kStableRounds rounds, the tuner measures a step the
 // model did not take: one knob one step up (parallelism +1, the op doing the most work
-// first; a buffer doubled), only within the budgets, never for an op running inline. It
-// compares the root's rate in four slices, A B B A (A: the current value, B: the step),
+// first; then an op running inline, tried async; then a buffer doubled), only within the
+// budgets, never a parallelism step for an op running inline. It compares the root's rate in four slices, A B B A (A: the current value, B: the step),
 // each at least kTrialSlice and kSliceElements root elements, measured kTrialSettle after
 // a switch; the symmetric order cancels a drift of the machine's load. The step is kept
 // when the B slices' rate beats the A slices' by kTrialGain: the knob's value becomes a
 // floor the model's plans start from (floors are by prefix and name, so they survive
-// Restore and repeat like the values). Otherwise the knob goes back and that knob's next
+// Restore and repeat like the values; a mode kept async is never probed inline again).
+// Otherwise the knob goes back and that knob's next
 // trial waits twice as long (kTrialBackoff up to kMaxTrialBackoff). A model change or a
 // mode change during a trial cancels it (the knob goes back, no back-off): the slices
 // would not compare like with like. Floors are not lowered again by trials: a kept step

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "api/dataset_internal.h"
+#include "autotune/autotuner.h"
 #include "autotune/model.h"
 #include "autotune/optimizer.h"
 #include "runtime/node_stats.h"
@@ -409,6 +410,147 @@ TEST(Autotune, InlineModeFollowsMeasuredWork) {
     auto e = (*it)->GetNext();
     ASSERT_TRUE(e.ok() && e->has_value());
     ASSERT_EQ((**e)[0].scalar<int64_t>(), expect++);
+  }
+}
+
+// ---- Trials on a synthetic pipeline ----
+
+// Root Prefetch <- ParallelMap (`map_ns` of CPU per element; inline at first when
+// `start_inline`) <- Range (a sequential source of 1 ms of CPU per element: the model
+// sees it as the bound, so no knob of the map shows a modelled gain). The snapshot function stands in for the stats plane: each call (one
+// tuning round) advances a synthetic clock by 50 ms, and the root produces elements at a
+// rate that `rate` sets from the knobs' values, as a real pipeline whose gains the model
+// cannot see would. It records each round's knob values.
+class SyntheticPipeline {
+ public:
+  SyntheticPipeline(Runtime* runtime, std::function<double(int64_t p, int64_t inline_mode)> rate,
+                    int64_t map_ns, bool start_inline)
+      : runtime_(runtime), rate_(std::move(rate)), map_ns_(map_ns) {
+    int64_t p = 1, mode = start_inline ? 1 : 0;
+    par_ = runtime->tunables().Register({"Root/ParallelMap[0]", "parallelism",
+                                         KnobKind::kParallelism, 1, 2,
+                                         [this](int64_t v) { p_.store(v); }, {}, "ParallelMap"},
+                                        &p);
+    mode_ = runtime->tunables().Register({"Root/ParallelMap[0]", "inline", KnobKind::kMode, 0, 1,
+                                          [this](int64_t v) { inline_.store(v); }, {},
+                                          "ParallelMap"},
+                                         &mode);
+    p_.store(p);
+    inline_.store(mode);
+  }
+  PipelineStats Snapshot() {
+    MutexLock l(&mu_);
+    const int64_t p = p_.load(), mode = inline_.load();
+    history_.push_back({p, mode});
+    t_ += 50'000'000;
+    elements_ += rate_(p, mode) * 0.05;
+    const auto n = static_cast<int64_t>(elements_);
+    PipelineStats s;
+    s.uptime_ns = t_;
+    s.cpu_budget = 2;
+    auto node = [&](std::string name, std::string prefix, int parent, bool async, int64_t cpu) {
+      IteratorStats x;
+      x.name = name;
+      x.prefix = prefix;
+      x.parent = parent;
+      x.async = async;
+      x.elements_produced = n;
+      x.cpu_ns = cpu * n;
+      x.wall_ns = cpu * n;
+      x.parallelism = async ? p : 0;
+      x.buffer_limit = async ? 2 : 0;
+      s.nodes.push_back(x);
+    };
+    node("Prefetch", "Root", -1, true, 100);
+    node("ParallelMap", "Root/ParallelMap[0]", 0, mode == 0, map_ns_);
+    node("Range", "Root/ParallelMap[0]/Range[0]", 1, false, 1000000);
+    return s;
+  }
+  // The knob values of every round so far.
+  std::vector<std::pair<int64_t, int64_t>> History() {
+    MutexLock l(&mu_);
+    return history_;
+  }
+
+ private:
+  Runtime* runtime_;
+  std::function<double(int64_t, int64_t)> rate_;
+  const int64_t map_ns_;
+  std::atomic<int64_t> p_{1}, inline_{1};
+  TunableRegistry::Registration par_, mode_;
+  Mutex mu_;
+  int64_t t_ GUARDED_BY(mu_) = 0;
+  double elements_ GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<int64_t, int64_t>> history_ GUARDED_BY(mu_);
+};
+
+// Runs the tuner over a SyntheticPipeline for `rounds` rounds (bounded by 60 s; rounds
+// slow down from 50 ms to 1 s once nothing changes).
+std::vector<std::pair<int64_t, int64_t>> TuneSynthetic(
+    std::function<double(int64_t, int64_t)> rate, size_t rounds, int64_t map_ns,
+    bool start_inline) {
+  Options o;
+  o.autotune.cpu_budget = 2;
+  Runtime runtime(o);
+  SyntheticPipeline pipeline(&runtime, std::move(rate), map_ns, start_inline);
+  auto tuner = Autotuner::Start(&runtime, [&] { return pipeline.Snapshot(); });
+  EXPECT_NE(tuner, nullptr);
+  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+  while (pipeline.History().size() < rounds && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  tuner.reset();
+  return pipeline.History();
+}
+
+// The second call gains 50% and the model cannot see it (its bound is the source): a
+// trial finds it and keeps it, and from then on every round runs at 2. The map (20 us
+// of CPU per element, above a handoff) runs async throughout.
+TEST(AutotuneTrials, KeepAStepTheModelDoesNotPredict) {
+  const auto h = TuneSynthetic(
+      [](int64_t p, int64_t mode) { return mode != 0 ? 1000.0 : (p >= 2 ? 1500.0 : 1000.0); },
+      45, 20000, /*start_inline=*/false);
+  ASSERT_GE(h.size(), 45u);
+  size_t first_two = h.size();
+  for (size_t r = 0; r < h.size() && first_two == h.size(); ++r) {
+    if (h[r].first == 2) first_two = r;
+  }
+  ASSERT_LT(first_two, h.size()) << "no trial tried parallelism 2";
+  for (size_t r = h.size() - 15; r < h.size(); ++r) {
+    EXPECT_EQ(h[r].first, 2) << "round " << r << ": the kept step went back";
+    EXPECT_EQ(h[r].second, 0) << "round " << r;
+  }
+}
+
+// The same step gaining nothing: tried, reverted, and the knob back at 1 for long
+// stretches (a trial's B slices last about 6 rounds, its back-off 2 s, then 4, 8...).
+TEST(AutotuneTrials, RevertAStepThatGainsNothing) {
+  const auto h = TuneSynthetic([](int64_t, int64_t) { return 1000.0; }, 60, 20000,
+                               /*start_inline=*/false);
+  ASSERT_GE(h.size(), 60u);
+  size_t first_two = h.size();
+  for (size_t r = 0; r < h.size(); ++r) {
+    if (h[r].first == 2) first_two = std::min(first_two, r);
+  }
+  ASSERT_LT(first_two, h.size()) << "no trial tried parallelism 2";
+  EXPECT_EQ(h.back().first, 1);
+  size_t run = 0, longest = 0;
+  for (size_t r = first_two; r < h.size(); ++r) {
+    run = h[r].first == 1 ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  EXPECT_GE(longest, 20u) << "the step kept coming back";
+}
+
+// A mode the CPU rule keeps inline (1 us of work per element), where async gains 50%:
+// the mode trial keeps it async, and the rule does not probe it inline again.
+TEST(AutotuneTrials, KeepAnOpAsyncWhenItPays) {
+  const auto h = TuneSynthetic(
+      [](int64_t, int64_t mode) { return mode == 0 ? 1500.0 : 1000.0; }, 60, 1000,
+      /*start_inline=*/true);
+  ASSERT_GE(h.size(), 60u);
+  for (size_t r = h.size() - 20; r < h.size(); ++r) {
+    EXPECT_EQ(h[r].second, 0) << "round " << r << ": back inline";
   }
 }
 
