@@ -399,8 +399,8 @@ bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& 
   if (++quiet_rounds_ < kStableRounds) return false;
   std::vector<int64_t> v(knobs.size());
   for (size_t k = 0; k < knobs.size(); ++k) v[k] = knobs[k].value;
-  // Order: parallelism before buffers (a buffer step rarely gains as much), the op doing
-  // the most work first, then the step the model rates best.
+  // Order: parallelism steps (the op doing the most work first, then the step the model
+  // rates best), then modes (below), then buffers (a buffer step rarely gains as much).
   int best = -1;
   int64_t best_to = 0;
   std::tuple<int, double, double> best_rank;
