@@ -703,6 +703,15 @@ TEST(Autotune, InlineParallelMapYieldsWhatTheSequentialMapYields) {
 
 // Work that shrinks: the map goes async while it burns, back inline once it is free, and
 // a checkpoint taken async restores (buffered slots first, then inline) in order.
+// Sanitizer builds run the no-op map 10-50x slower: there a mode trial can measure async
+// faster and rightly keep it so (seen under ASan). There the test stops waiting for the
+// way back after 2,000 elements and checks the checkpoint either way.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kNoOpMapIsCheap = false;
+#else
+constexpr bool kNoOpMapIsCheap = true;
+#endif
+
 TEST(Autotune, InlineModeBacksOutAndCheckpointsAcrossModes) {
   Options o;
   o.autotune.cpu_budget = 2;
@@ -734,10 +743,12 @@ TEST(Autotune, InlineModeBacksOutAndCheckpointsAcrossModes) {
       ASSERT_TRUE(c.ok()) << c.status();
       ckpt = std::move(*c);
     }
-    if (went_async && m == 1) break;
+    if (went_async && (m == 1 || (!kNoOpMapIsCheap && expect > 2000))) break;
   }
   ASSERT_TRUE(went_async) << "a 200 us map stayed inline";
-  EXPECT_EQ(inline_now(**it), 1) << "the map stayed async after its work vanished";
+  if (kNoOpMapIsCheap) {
+    EXPECT_EQ(inline_now(**it), 1) << "the map stayed async after its work vanished";
+  }
   for (int i = 0; i < 100; ++i) {
     auto e = (*it)->GetNext();
     ASSERT_TRUE(e.ok() && e->has_value());
