@@ -15,6 +15,10 @@
 namespace sluice {
 namespace {
 
+// The key of a knob's trial floor and history: the names a Repeat's re-made iterators
+// keep (ids change every epoch).
+std::string KnobKey(const KnobState& k) { return k.prefix + "/" + k.name; }
+
 std::string Us(double ns) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f us", ns / 1e3);
@@ -195,7 +199,7 @@ bool Autotuner::Round() {
     if (k.name != "inline") continue;
     // A trial of this mode owns it until it ends; one that kept it async keeps it so.
     if (trial_.active && k.prefix == trial_.prefix && k.name == trial_.name) continue;
-    const bool kept_async = floors_.count(k.prefix + "/" + k.name) > 0;
+    const bool kept_async = floors_.count(KnobKey(k)) > 0;
     for (size_t i = 0; i < delta.nodes.size(); ++i) {
       if (delta.nodes[i].prefix != k.prefix) continue;
       const bool prefetch = k.op == "Prefetch";
@@ -248,9 +252,7 @@ bool Autotuner::Round() {
   const std::vector<int64_t> plan = HillClimb(model, Bounded(knobs), current, limits);
   bool changed = mode_changed;
   if (plan != current) changed |= Apply(model, knobs, current, plan, limits, measured);
-  return Trial(stats, knobs, inline_knobs, model, limits.cpu_budget, limits.ram_budget,
-               changed) ||
-         changed;
+  return Trial(stats, knobs, inline_knobs, model, limits, changed) || changed;
 }
 
 bool Autotuner::Apply(const Model& model, const std::vector<KnobState>& knobs,
@@ -272,7 +274,7 @@ bool Autotuner::Apply(const Model& model, const std::vector<KnobState>& knobs,
   // A floor raised by a trial above the current value (just kept) is applied as a plan.
   bool floored = false;
   for (size_t k = 0; k < knobs.size(); ++k) {
-    auto f = floors_.find(knobs[k].prefix + "/" + knobs[k].name);
+    auto f = floors_.find(KnobKey(knobs[k]));
     floored |= f != floors_.end() && current[k] < f->second && plan[k] > current[k];
   }
   SLUICE_LOG(kDebug) << "autotune: round " << rounds() << ": measured " << measured
@@ -300,7 +302,7 @@ bool Autotuner::Apply(const Model& model, const std::vector<KnobState>& knobs,
 
 std::vector<KnobState> Autotuner::Bounded(std::vector<KnobState> knobs) const {
   for (KnobState& k : knobs) {
-    const std::string key = k.prefix + "/" + k.name;
+    const std::string key = KnobKey(k);
     auto f = floors_.find(key);
     if (f != floors_.end()) k.min = std::max(k.min, std::min(f->second, k.max));
     if (trial_.active && key == trial_.key) k.min = k.max = trial_.Value();
@@ -324,7 +326,7 @@ void Autotuner::StartSlice(int slice, std::chrono::steady_clock::time_point now)
 
 bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& knobs,
                       const std::vector<KnobState>& inline_knobs, const Model& model,
-                      int64_t cpu_budget, int64_t ram_budget, bool changed) {
+                      const OptimizerLimits& limits, bool changed) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point now = Clock::now();
   auto end_trial = [&] {
@@ -413,16 +415,17 @@ bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& 
     const int64_t to = knob.kind == KnobKind::kBuffer
                            ? std::min(knob.max, std::max(knob.value + 1, 2 * knob.value))
                            : knob.value + 1;
-    if (knob.kind == KnobKind::kParallelism && to > cpu_budget) continue;
+    if (knob.kind == KnobKind::kParallelism && to > limits.cpu_budget) continue;
     bool runs_inline = false;
     for (const KnobState& m : inline_knobs) runs_inline |= m.prefix == knob.prefix;
     if (runs_inline) continue;
-    auto h = trial_history_.find(knob.prefix + "/" + knob.name);
+    auto h = trial_history_.find(KnobKey(knob));
     if (h != trial_history_.end() && now < h->second.next) continue;
     const int64_t at = v[k];
     v[k] = to;
     const bool fits =
-        ram_budget <= 0 || model.BufferedBytes(v) <= static_cast<double>(ram_budget);
+        limits.ram_budget <= 0 ||
+        model.BufferedBytes(v) <= static_cast<double>(limits.ram_budget);
     const double p = model.Period(v);
     v[k] = at;
     if (!fits) continue;
@@ -439,7 +442,7 @@ bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& 
     // Not a Prefetch: it does no work of its own, and at the root its rule already
     // weighs the measured consumer (async_payoff.h).
     if (m.op == "Prefetch") continue;
-    auto h = trial_history_.find(m.prefix + "/" + m.name);
+    auto h = trial_history_.find(KnobKey(m));
     if (h != trial_history_.end() && now < h->second.next) continue;
     double work = -1;
     for (const IteratorStats& n : stats.nodes) {
@@ -457,7 +460,7 @@ bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& 
   const KnobState& knob = mode != nullptr ? *mode : knobs[best];
   trial_ = TrialState{};
   trial_.active = true;
-  trial_.key = knob.prefix + "/" + knob.name;
+  trial_.key = KnobKey(knob);
   trial_.prefix = knob.prefix;
   trial_.name = knob.name;
   trial_.from = knob.value;

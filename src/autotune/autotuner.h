@@ -120,7 +120,7 @@ class Autotuner {
   // a trial is under way or when it changed a knob.
   bool Trial(const PipelineStats& stats, const std::vector<KnobState>& knobs,
              const std::vector<KnobState>& inline_knobs, const Model& model,
-             int64_t cpu_budget, int64_t ram_budget, bool changed);
+             const OptimizerLimits& limits, bool changed);
   // Starts slice `slice` of the trial (0..3: A B B A), setting the knob when it changes.
   void StartSlice(int slice, std::chrono::steady_clock::time_point now);
   // The knobs as HillClimb must see them: each floored by its trial floor, the knob under
