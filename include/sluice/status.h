@@ -21,6 +21,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <new>
 #include <variant>
 
 namespace sluice {
@@ -106,43 +107,119 @@ Status DataLossError(std::string msg);
 // Status for an errno value from a failed system call on `path`.
 Status ErrnoToStatus(int err, std::string_view what, std::string_view path);
 
+namespace internal {
+// Throws std::logic_error naming `status`: a Result's value was read while it held an
+// error (a bug in the caller; inside a user function the runtime turns it into that
+// function's error, as any exception).
+[[noreturn]] void ResultValueOfError(const Status& status);
+}  // namespace internal
+
 // Result<T>: either a T or a non-OK Status.
+//
+// Laid out as the Status (one pointer, null when a value is held) beside a union holding
+// the T: ok() is a null test, and a move is the pointer plus T's own move, with no variant
+// visit (std::variant's moves dispatched through a jump table; every element an iterator
+// returns goes through several of them).
 template <typename T>
 class [[nodiscard]] Result {
   static_assert(!std::is_same_v<T, Status>, "Result<Status> is not allowed");
+  static_assert(!std::is_reference_v<T>, "Result<T&> is not allowed");
 
  public:
   // Implicit from a value or an error, so `return value;` and `return status;` both work.
-  Result(const T& value) : v_(value) {}  // NOLINT
-  Result(T&& value) : v_(std::move(value)) {}  // NOLINT
-  Result(Status status) : v_(std::move(status)) {  // NOLINT
-    assert(!std::get<Status>(v_).ok() && "Result constructed from an OK Status");
-    if (std::get<Status>(v_).ok()) v_ = InternalError("Result constructed from OK status");
+  Result(const T& value) { new (&value_) T(value); }  // NOLINT
+  Result(T&& value) noexcept(std::is_nothrow_move_constructible_v<T>) {  // NOLINT
+    new (&value_) T(std::move(value));
+  }
+  Result(Status status) : status_(std::move(status)) {  // NOLINT
+    assert(!status_.ok() && "Result constructed from an OK Status");
+    if (status_.ok()) status_ = InternalError("Result constructed from OK status");
   }
   template <typename U,
             typename = std::enable_if_t<std::is_constructible_v<T, U&&> &&
                                         !std::is_same_v<std::decay_t<U>, T> &&
                                         !std::is_same_v<std::decay_t<U>, Status> &&
                                         !std::is_same_v<std::decay_t<U>, Result<T>>>>
-  Result(U&& value) : v_(T(std::forward<U>(value))) {}  // NOLINT
+  Result(U&& value) {  // NOLINT
+    new (&value_) T(std::forward<U>(value));
+  }
 
-  bool ok() const { return v_.index() == 0; }
+  Result(const Result& o) : status_(o.status_) {
+    if (o.ok()) new (&value_) T(o.value_);
+  }
+  Result(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T>)
+      : status_(std::move(o.status_)) {
+    // A moved-from error stays an error (its Status is copied, not taken), as
+    // std::variant left it: code may still ask a moved-from Result for its status.
+    if (status_.ok()) {
+      new (&value_) T(std::move(o.value_));
+    } else {
+      o.status_ = status_;
+    }
+  }
+  Result& operator=(const Result& o) {
+    if (this != &o) {
+      if (o.ok()) {
+        if (ok()) {
+          value_ = o.value_;
+        } else {
+          new (&value_) T(o.value_);
+          status_ = Status();
+        }
+      } else {
+        if (ok()) value_.~T();
+        status_ = o.status_;
+      }
+    }
+    return *this;
+  }
+  Result& operator=(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T> &&
+                                          std::is_nothrow_move_assignable_v<T>) {
+    if (this != &o) {
+      if (o.ok()) {
+        if (ok()) {
+          value_ = std::move(o.value_);
+        } else {
+          new (&value_) T(std::move(o.value_));
+          status_ = Status();
+        }
+      } else {
+        if (ok()) value_.~T();
+        status_ = o.status_;
+      }
+    }
+    return *this;
+  }
+  ~Result() {
+    if (ok()) value_.~T();
+  }
+
+  bool ok() const { return status_.ok(); }
   // The error; OK when a value is held.
-  Status status() const { return ok() ? Status() : std::get<1>(v_); }
+  Status status() const { return ok() ? Status() : status_; }
 
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& value() & { return Checked(), value_; }
+  const T& value() const& { return Checked(), value_; }
+  T&& value() && { return Checked(), std::move(value_); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  T ValueOr(T fallback) const& { return ok() ? value() : std::move(fallback); }
+  T ValueOr(T fallback) const& { return ok() ? value_ : std::move(fallback); }
 
  private:
-  std::variant<T, Status> v_;
+  // Reading the value of an error is a bug in the caller: it throws (ResultValueOfError),
+  // never reads garbage.
+  void Checked() const {
+    if (!ok()) [[unlikely]] internal::ResultValueOfError(status_);
+  }
+
+  Status status_;  // OK exactly when value_ holds a T
+  union {
+    T value_;
+  };
 };
 
 namespace internal {

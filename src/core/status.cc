@@ -1,6 +1,7 @@
 #include "sluice/status.h"
 
 #include <cstring>
+#include <stdexcept>
 
 namespace sluice {
 
@@ -26,6 +27,13 @@ std::string_view StatusCodeName(StatusCode code) {
   }
   return "Unknown";
 }
+
+namespace internal {
+void ResultValueOfError(const Status& status) {
+  throw std::logic_error("the value of a Result holding an error was read: " +
+                         status.ToString());
+}
+}  // namespace internal
 
 Status::Status(StatusCode code, std::string message) {
   if (code != StatusCode::kOk) {

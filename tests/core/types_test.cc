@@ -31,6 +31,79 @@ TEST(StatusTest, PropagatesAndCarriesContext) {
   EXPECT_EQ(copy, s);
 }
 
+// Result holds its value in a union beside the Status: every way of making, copying,
+// moving and assigning one constructs and destroys the value exactly once each, a
+// moved-from error is still an error, and reading an error's value throws.
+struct Counted {
+  static inline int live = 0;
+  int v;
+  explicit Counted(int x) : v(x) { ++live; }
+  Counted(const Counted& o) : v(o.v) { ++live; }
+  Counted(Counted&& o) noexcept : v(o.v) { ++live; o.v = -1; }
+  Counted& operator=(const Counted&) = default;
+  Counted& operator=(Counted&& o) noexcept {
+    v = o.v;
+    o.v = -1;
+    return *this;
+  }
+  ~Counted() { --live; }
+};
+
+TEST(StatusTest, ResultValueLifetimes) {
+  {
+    Result<Counted> a = Counted(1);
+    Result<Counted> e = InvalidArgumentError("e");
+    EXPECT_EQ(Counted::live, 1);
+    Result<Counted> b = a;  // copy of a value
+    Result<Counted> c = std::move(a);  // move of a value: a keeps a moved-from value
+    EXPECT_TRUE(a.ok());
+    EXPECT_EQ(a->v, -1);
+    EXPECT_EQ(c->v, 1);
+    EXPECT_EQ(Counted::live, 3);
+    Result<Counted> d = std::move(e);  // move of an error: both are errors
+    EXPECT_FALSE(e.ok());
+    EXPECT_FALSE(d.ok());
+    EXPECT_EQ(e.status().message(), "e");
+    EXPECT_EQ(d.status().message(), "e");
+    b = d;  // value <- error: the value is destroyed
+    EXPECT_FALSE(b.ok());
+    EXPECT_EQ(Counted::live, 2);
+    d = c;  // error <- value: one made
+    EXPECT_EQ(d->v, 1);
+    EXPECT_EQ(Counted::live, 3);
+    d = std::move(b);  // value <- error (move)
+    EXPECT_FALSE(d.ok());
+    EXPECT_FALSE(b.ok());
+    EXPECT_EQ(Counted::live, 2);
+    b = std::move(c);  // error <- value (move)
+    EXPECT_EQ(b->v, 1);
+    EXPECT_EQ(Counted::live, 3);
+    a = std::move(b);  // value <- value
+    EXPECT_EQ(a->v, 1);
+    EXPECT_EQ(b->v, -1);
+    EXPECT_EQ(Counted::live, 3);
+    a = a;  // self-assignment keeps the value
+    EXPECT_EQ(a->v, 1);
+    EXPECT_EQ(Counted::live, 3);
+    EXPECT_THROW((void)d.value(), std::logic_error);
+    EXPECT_EQ(std::move(a).ValueOr(Counted(7)).v, 1);
+    EXPECT_EQ(d.ValueOr(Counted(7)).v, 7);
+  }
+  EXPECT_EQ(Counted::live, 0) << "a Result leaked or destroyed a value twice";
+  // The value of an error read inside a user function is that function's error.
+  Dataset ds = Dataset::Range(3).Map(
+      Function::Map("reads_an_error", [](Element e, FunctionContext&) -> Result<Element> {
+        Result<int> r = NotFoundError("no such thing");
+        return Element({Tensor::Scalar<int64_t>(*r)});
+      }));
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it.ok());
+  auto e = (*it)->GetNext();
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("no such thing"), std::string::npos)
+      << e.status().ToString();
+}
+
 TEST(TensorTest, AlignedRefcountedZeroCopySlices) {
   Tensor t(DType::kFloat32, Shape{4, 3});
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
