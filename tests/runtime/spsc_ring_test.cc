@@ -71,6 +71,27 @@ TEST(SpscRing, PopReleasesTheSlot) {
   EXPECT_EQ(value.use_count(), 1) << "the ring kept a reference after the pop";
 }
 
+// Slots are raw storage: a value still in the ring when it is destroyed is destroyed with
+// it, once, and a popped one is destroyed by the pop, not again by the ring.
+TEST(SpscRing, DestroysWhatItHoldsOnce) {
+  auto a = std::make_shared<int>(1);
+  auto b = std::make_shared<int>(2);
+  {
+    SpscRing<std::shared_ptr<int>> ring(4);
+    for (int round = 0; round < 3; ++round) {  // wraps the indices around the slots
+      ASSERT_TRUE(ring.TryPush(std::shared_ptr<int>(a)));
+      std::shared_ptr<int> out;
+      ASSERT_TRUE(ring.TryPop(&out));
+    }
+    ASSERT_TRUE(ring.TryPush(std::shared_ptr<int>(a)));
+    ASSERT_TRUE(ring.TryPush(std::shared_ptr<int>(b)));
+    EXPECT_EQ(a.use_count(), 2);
+    EXPECT_EQ(*ring.Peek(1), 2);
+  }
+  EXPECT_EQ(a.use_count(), 1) << "the ring's destructor leaked a value it held";
+  EXPECT_EQ(b.use_count(), 1);
+}
+
 TEST(EventCount, NotifyWakesAWaiterAndANotifyBeforeWaitIsNotLost) {
   EventCount ec;
   // Notify between PrepareWait and Wait: Wait returns at once.

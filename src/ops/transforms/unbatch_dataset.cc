@@ -49,7 +49,7 @@ class UnbatchIterator : public UnaryIterator {
       if (!e) return std::nullopt;
       SLUICE_RETURN_IF_ERROR(SetCurrent(std::move(*e)));
     }
-    std::vector<Tensor> row;
+    TensorVector row;  // the element's own vector type: no copy into it after
     row.reserve(current_->size());
     if (index_ + 1 < rows_) {
       for (const Tensor& t : current_->tensors()) row.push_back(t.SubTensor(index_));
