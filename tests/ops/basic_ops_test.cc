@@ -108,6 +108,35 @@ TEST(UnbatchTest, Conformance) {
   EXPECT_EQ(Dataset::Range(6).Batch(3, true).Unbatch().Cardinality(), 6);
   EXPECT_EQ(Dataset::Range(7).Batch(3).Unbatch().Cardinality(), kUnknownCardinality);
   CheckTransform([](Dataset in) { return in.Batch(2).Unbatch(); });
+  // Batches of one row become their rows in place; mixed with larger batches (the last
+  // batch of Range(7).Batch(2) has one row), with checkpoints at every position.
+  CheckDataset(Dataset::Range(5).Batch(1).Unbatch(), Ints({0, 1, 2, 3, 4}));
+  CheckDataset(Dataset::Range(7).Batch(2).Unbatch(), Ints({0, 1, 2, 3, 4, 5, 6}));
+  CheckTransform([](Dataset in) { return in.Batch(1).Unbatch(); });
+  {
+    Tensor m = Tensor::FromVector<float>({1, 2, 3}, Shape{1, 3});
+    auto rows = Dataset::FromTensors(Element{m, Tensor::FromVector<int64_t>({9})})
+                    .Unbatch()
+                    .Collect();
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0][0].shape(), (Shape{3}));
+    EXPECT_EQ((*rows)[0][0].data<float>()[2], 3.0f);
+    EXPECT_EQ((*rows)[0][1].shape(), Shape{});
+    EXPECT_EQ((*rows)[0][1].scalar<int64_t>(), 9);
+  }
+  {
+    // A one-row component beside a two-row one (a spec not known statically): the
+    // batch-size mismatch is reported, not taken as a row.
+    Dataset ragged = Dataset::Range(1).Map(
+        Function::Map("ragged", [](Element, FunctionContext&) -> Result<Element> {
+          return Element{Tensor::FromVector<int64_t>({1}), Tensor::FromVector<int64_t>({1, 2})};
+        }));
+    auto r = ragged.Unbatch().Collect();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("different batch sizes"), std::string::npos)
+        << r.status();
+  }
   // Unbatching a scalar is an error, not a crash; with a known spec it is refused when
   // the op is made (tf.data raises when unbatch() is called), as are known first
   // dimensions that differ.

@@ -47,6 +47,7 @@ class UnbatchIterator : public UnaryIterator {
       ResetCurrent();
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (!e) return std::nullopt;
+      if (OnlyRowInPlace(*e)) return std::move(e);
       SLUICE_RETURN_IF_ERROR(SetCurrent(std::move(*e)));
     }
     TensorVector row;  // the element's own vector type: no copy into it after
@@ -91,6 +92,24 @@ class UnbatchIterator : public UnaryIterator {
     rows_ = n;
     index_ = 0;
     return Status::OK();
+  }
+  // A batch of one row (every component [1, ...]) becomes its row in place: the same
+  // memory without the leading dimension, its element kept (no new vector, no views, and
+  // nothing held between calls, so nothing charged). Batch(1) does the reverse
+  // (StackRows). False, with `e` untouched, for anything else (errors included: SetCurrent
+  // reports them).
+  static bool OnlyRowInPlace(Element& e) {
+    if (e.empty()) return false;
+    for (const Tensor& t : e.tensors()) {
+      if (t.rank() == 0 || t.dim(0) != 1) return false;
+    }
+    for (Tensor& t : e.tensors()) {
+      Shape shape = t.shape();
+      shape.RemoveDim(0);
+      Result<Tensor> row = std::move(t).Reshape(std::move(shape));  // same element count
+      t = std::move(row).value();
+    }
+    return true;
   }
   void ResetCurrent() {
     if (current_) charge_.Remove(charge_.bytes(), charge_.elements());
