@@ -593,11 +593,10 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     }
     RingItem item;
     if (ring_->TryPop(&item)) {
-      // Wake the runner only when it may be waiting: the ring just fell to half. The
-      // consumer's own lower bound on the size does (it is above half only when the ring
-      // is): reading the runner's index here, on every pop, made each push wait for that
-      // line to come back.
-      if (static_cast<int64_t>(ring_->SizeSeenByConsumer()) <= RingLimit() / 2 &&
+      // Wake the runner only when it may be waiting: the ring just fell to half. (The
+      // true size: a stale lower bound woke a runner that waits for room too early, and
+      // it slept again, a wake per pop when the consumer is the slower side.)
+      if (static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2 &&
           ring_producer_ec_.Notify()) {
         woke_runner_ns_ = MonotonicNs();
       }

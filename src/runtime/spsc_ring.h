@@ -136,12 +136,6 @@ class SpscRing {
   // paused (checkpoints) this reads every value the ring holds.
   const T& Peek(size_t i) const { return At(head_.load(std::memory_order_relaxed) + i); }
 
-  // Consumer: a lower bound on the values held, from what it last read of the producer's
-  // index (no read of the line the producer writes on every push).
-  size_t SizeSeenByConsumer() const {
-    return cached_tail_ - head_.load(std::memory_order_relaxed);
-  }
-
   // Values held: exact from a side that is not racing with the other, else a snapshot.
   size_t Size() const {
     const size_t h = head_.load(std::memory_order_acquire);
