@@ -517,10 +517,15 @@ void AsyncBufferIterator::RingRunnerLoop() {
       // there instead, the element's fields were read back right after the input wrote
       // them, which waited for the stores before them (the last slot's, on a line the
       // consumer holds) and cost a third of the runner's time per small element.
+      void* slot = ring_->TryReserve();  // never null: the room was checked
+      if (slot == nullptr) [[unlikely]] {
+        credit += reserve;
+        break;
+      }
       RingItem* placed;
       {
         FetchScope scope(reserve > 0, &starving_);
-        placed = new (ring_->TryReserve()) RingItem{
+        placed = new (slot) RingItem{
             FinishSafely([&] { return input_->GetNext(); }), 0};
         placed->reserved = reserve + scope.TakeTransferred();
       }
