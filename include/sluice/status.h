@@ -16,12 +16,12 @@
 
 #include <cassert>
 #include <memory>
+#include <new>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <new>
 #include <variant>
 
 namespace sluice {
@@ -158,36 +158,12 @@ class [[nodiscard]] Result {
     }
   }
   Result& operator=(const Result& o) {
-    if (this != &o) {
-      if (o.ok()) {
-        if (ok()) {
-          value_ = o.value_;
-        } else {
-          new (&value_) T(o.value_);
-          status_ = Status();
-        }
-      } else {
-        if (ok()) value_.~T();
-        status_ = o.status_;
-      }
-    }
+    if (this != &o) Assign(o);
     return *this;
   }
   Result& operator=(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T> &&
                                           std::is_nothrow_move_assignable_v<T>) {
-    if (this != &o) {
-      if (o.ok()) {
-        if (ok()) {
-          value_ = std::move(o.value_);
-        } else {
-          new (&value_) T(std::move(o.value_));
-          status_ = Status();
-        }
-      } else {
-        if (ok()) value_.~T();
-        status_ = o.status_;
-      }
-    }
+    if (this != &o) Assign(std::move(o));
     return *this;
   }
   ~Result() {
@@ -214,6 +190,22 @@ class [[nodiscard]] Result {
   // never reads garbage.
   void Checked() const {
     if (!ok()) [[unlikely]] internal::ResultValueOfError(status_);
+  }
+  // Both assignments: `o` is a const Result& (copies) or a Result&& (moves its value; a
+  // moved-from error keeps its Status, as in the move constructor).
+  template <typename R>
+  void Assign(R&& o) {
+    if (o.ok()) {
+      if (ok()) {
+        value_ = std::forward<R>(o).value_;
+      } else {
+        new (&value_) T(std::forward<R>(o).value_);
+        status_ = Status();
+      }
+    } else {
+      if (ok()) value_.~T();
+      status_ = o.status_;
+    }
   }
 
   Status status_;  // OK exactly when value_ holds a T
