@@ -5,12 +5,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "api/dataset_internal.h"
 #include "api/serialize_internal.h"
 #include "autotune/autotuner.h"
+#include "core/logging.h"
 #include "graph/dataset_access.h"
 #include "graph/registry.h"
 #include "optimizer/optimizer.h"
@@ -336,6 +339,9 @@ struct Iterator::Impl {
   // Tunes the runtime's AUTOTUNE knobs on a background thread; null when off. Declared
   // after root so that it stops before the tree goes.
   std::unique_ptr<Autotuner> autotuner;
+  // Where tuning starts from and hands its end state to (Carry-over in
+  // autotune/autotuner.h); null for graphs not cached by a Dataset.
+  std::shared_ptr<const internal::DatasetAccess::OptimizedGraph> tuned;
   int64_t instance = 0;
   int64_t created_ns = 0;
   // Calls in progress, so the destructor can wait for a GetNext on another thread.
@@ -425,7 +431,8 @@ class ActiveCall {
 
 Result<std::unique_ptr<Iterator>> internal::IteratorAccess::Make(
     const DatasetPtr& graph, int64_t instance, const Options& options,
-    std::shared_ptr<SplitProvider> provider) {
+    std::shared_ptr<SplitProvider> provider,
+    std::shared_ptr<const internal::DatasetAccess::OptimizedGraph> tuned) {
   try {
     std::shared_ptr<SplitProvider> splits;
     if (provider != nullptr) {
@@ -434,6 +441,15 @@ Result<std::unique_ptr<Iterator>> internal::IteratorAccess::Make(
     }
     auto runtime = std::make_shared<Runtime>(RuntimeOptions::FromOptions(options));
     runtime->SetGraph(graph);
+    if (tuned != nullptr && runtime->autotune()) {
+      // Before the tree: its knobs start at these values as they register.
+      std::lock_guard<std::mutex> l(tuned->tuned_mu);
+      if (!tuned->tuned_values.empty()) {
+        runtime->tunables().Preload(tuned->tuned_values);
+        SLUICE_LOG(kInfo) << "autotune: starting from " << tuned->tuned_values.size()
+                         << " values an earlier iterator of this dataset tuned";
+      }
+    }
     SLUICE_ASSIGN_OR_RETURN(
         IteratorPtr root, graph->MakeIterator(RootContext(instance, runtime.get(), splits),
                                               std::string(kRootPrefix)));
@@ -442,6 +458,7 @@ Result<std::unique_ptr<Iterator>> internal::IteratorAccess::Make(
     impl->runtime = std::move(runtime);
     impl->splits = std::move(splits);
     impl->root = std::move(root);
+    impl->tuned = std::move(tuned);
     impl->instance = instance;
     impl->created_ns = MonotonicNs();
     return std::unique_ptr<Iterator>(new Iterator(std::move(impl)));
@@ -486,17 +503,18 @@ Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(
   if (!node_) return *error_;
   const Options merged = options().Merge(extra);
   DatasetPtr graph;
+  std::shared_ptr<const OptimizedGraph> tuned;  // the graph's tuned state goes with it
   if (SetsOptimization(extra.optimization)) {
     // Other rewrites than this dataset's: not cached.
     SLUICE_ASSIGN_OR_RETURN(graph, OptimizeGraph(node_, merged, nullptr));
   } else {
-    SLUICE_ASSIGN_OR_RETURN(auto optimized, Optimized());
-    graph = optimized->graph;
+    SLUICE_ASSIGN_OR_RETURN(tuned, Optimized());
+    graph = tuned->graph;
   }
   // The instance counts iterations of the dataset the user holds, so that reshuffling per
   // epoch does not depend on rewrites.
   return internal::IteratorAccess::Make(graph, node_->NextInstance(), merged,
-                                        std::move(provider));
+                                        std::move(provider), std::move(tuned));
 }
 
 Result<std::unique_ptr<Iterator>> Dataset::MakeIterator(const Options& extra) const {
@@ -545,13 +563,30 @@ Result<std::shared_ptr<SplitProvider>> Dataset::MakeSplitProvider() const {
 Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   impl_->calls = std::make_unique<IteratorCalls>();
   if (impl_->runtime->options().autotune) {
-    impl_->autotuner =
-        Autotuner::Start(impl_->runtime.get(), [this] { return Snapshot(); });
+    std::map<std::string, int64_t> floors;
+    if (impl_->tuned != nullptr) {
+      std::lock_guard<std::mutex> l(impl_->tuned->tuned_mu);
+      floors = impl_->tuned->tuned_floors;
+    }
+    impl_->autotuner = Autotuner::Start(impl_->runtime.get(), [this] { return Snapshot(); },
+                                        std::move(floors));
   }
 }
 
 Iterator::~Iterator() {
-  impl_->autotuner.reset();  // stops tuning before the tree goes
+  if (impl_->autotuner != nullptr) {
+    // Stops tuning before the tree goes, and hands its end state to the next iterator of
+    // this graph (Carry-over in autotune/autotuner.h).
+    Autotuner::TunedState end = impl_->autotuner->Stop();
+    if (impl_->tuned != nullptr) {
+      // Merged, not replaced: an iterator made to peek at one element (tuned nothing)
+      // does not wipe what a whole epoch tuned.
+      std::lock_guard<std::mutex> l(impl_->tuned->tuned_mu);
+      for (auto& [key, value] : end.values) impl_->tuned->tuned_values[key] = value;
+      for (auto& [key, value] : end.floors) impl_->tuned->tuned_floors[key] = value;
+    }
+  }
+  impl_->autotuner.reset();
   Cancel();
   {
     while (impl_->calls->active.load(std::memory_order_seq_cst) != 0) {

@@ -26,10 +26,13 @@ struct IteratorAccess {
   static const DatasetPtr& Graph(const Iterator& it);
   // The runtime (pool, memory budget, tunables) of an iterator's pipeline.
   static Runtime* RuntimeOf(const Iterator& it);
-  // Builds an iterator over `graph`, numbered `instance`, under `options`.
-  static Result<std::unique_ptr<Iterator>> Make(const DatasetPtr& graph, int64_t instance,
-                                                const Options& options,
-                                                std::shared_ptr<SplitProvider> provider);
+  // Builds an iterator over `graph`, numbered `instance`, under `options`. With `tuned`
+  // (the Dataset's cached graph), its tuning starts from what the last iterator of that
+  // graph ended with, and hands its own end state on (autotune/autotuner.h, "Carry-over").
+  static Result<std::unique_ptr<Iterator>> Make(
+      const DatasetPtr& graph, int64_t instance, const Options& options,
+      std::shared_ptr<SplitProvider> provider,
+      std::shared_ptr<const DatasetAccess::OptimizedGraph> tuned = nullptr);
 };
 }  // namespace internal
 

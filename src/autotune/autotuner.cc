@@ -69,9 +69,11 @@ bool AsyncBelow(const StatsDelta& delta, size_t i, const std::vector<bool>& runn
 }  // namespace
 
 std::unique_ptr<Autotuner> Autotuner::Start(Runtime* runtime,
-                                            std::function<PipelineStats()> snapshot) {
+                                            std::function<PipelineStats()> snapshot,
+                                            std::map<std::string, int64_t> floors) {
   if (runtime == nullptr || !runtime->autotune()) return nullptr;
   std::unique_ptr<Autotuner> t(new Autotuner(runtime, std::move(snapshot)));
+  t->floors_ = std::move(floors);  // before the thread starts (it owns them then)
   Autotuner* self = t.get();
   auto start = [self] {
     MutexLock l(&self->mu_);
@@ -88,14 +90,29 @@ std::unique_ptr<Autotuner> Autotuner::Start(Runtime* runtime,
 Autotuner::Autotuner(Runtime* runtime, std::function<PipelineStats()> snapshot)
     : runtime_(runtime), snapshot_(std::move(snapshot)) {}
 
-Autotuner::~Autotuner() {
+Autotuner::~Autotuner() { Stop(); }
+
+Autotuner::TunedState Autotuner::Stop() {
   runtime_->tunables().SetListener(nullptr);
+  std::thread thread;
   {
     MutexLock l(&mu_);
     stop_ = true;
+    thread = std::move(thread_);
   }
   cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
+  if (thread.joinable()) thread.join();
+  // The tuning thread is gone: its state is this thread's now.
+  TunedState state;
+  state.values = runtime_->tunables().Remembered();
+  // Steps not yet judged count at their value before: a trial's knob at its A value, an
+  // op probed inline (see Round) as async.
+  if (trial_.active) state.values[{trial_.prefix, trial_.name}] = trial_.from;
+  for (const auto& [prefix, probe] : probes_) {
+    if (probe.probing) state.values[{prefix, "inline"}] = 0;
+  }
+  state.floors = floors_;
+  return state;
 }
 
 std::vector<TunedParameter> Autotuner::Parameters() const {

@@ -55,6 +55,18 @@
 // re-makes its input each epoch): their knobs unregister when the old iterators die and
 // register again, starting at the values last chosen for the same prefix and name.
 //
+// Carry-over. A training job makes a new iterator of the same Dataset every epoch (Python's
+// `for batch in ds`); tuning each from scratch spent the start of every epoch re-learning
+// the same values (seconds, or a whole short epoch: a Fashion-MNIST epoch is over before the
+// first rounds). So an iterator of a Dataset's cached graph (MakeIterator() without
+// rewrite options of its own) hands what its tuning ended with to the next one: Stop()
+// returns the remembered knob values (a trial under way counts as its A value, an op
+// being probed inline as async: steps not yet judged) and the trial floors; the Iterator's destructor stores them with the graph, and the
+// next MakeIterator() preloads them (TunableRegistry::Preload, Start's `floors`), clamped
+// to that iterator's budgets as any start is. The knobs then start where the last epoch
+// ended, and the rounds go on from there. Output is unchanged: parallelism and modes never
+// change what a deterministic pipeline yields.
+//
 // Thread-safety: thread-safe; the destructor stops and joins the tuning thread, and must
 // run before the iterator tree and the runtime go.
 #ifndef SLUICE_AUTOTUNE_AUTOTUNER_H_
@@ -94,9 +106,19 @@ class Autotuner {
   // Starts tuning the knobs of `runtime`'s pipeline; `snapshot` reads the live stats tree
   // (it must stay callable until the Autotuner is destroyed). Null when the runtime does
   // not tune.
+  // `floors`: trial floors by "prefix/name" to start from (Carry-over).
   static std::unique_ptr<Autotuner> Start(Runtime* runtime,
-                                          std::function<PipelineStats()> snapshot);
+                                          std::function<PipelineStats()> snapshot,
+                                          std::map<std::string, int64_t> floors = {});
   ~Autotuner();
+
+  // What tuning ended with (Carry-over).
+  struct TunedState {
+    TunableRegistry::Values values;         // (prefix, name) -> value
+    std::map<std::string, int64_t> floors;  // "prefix/name" -> trial floor
+  };
+  // Stops tuning (joins the thread; no knob changes afterwards) and returns its state.
+  TunedState Stop();
   Autotuner(const Autotuner&) = delete;
   Autotuner& operator=(const Autotuner&) = delete;
 

@@ -7,13 +7,16 @@
 // in the framework layer, because every constructor of a Dataset (src/graph/
 // dataset_value.cc) makes an empty one; only the API layer fills it in.
 //
-// Thread-safety: `once` guards the one-time fill; after it the fields are read-only.
+// Thread-safety: `once` guards the one-time fill; after it the fields are read-only, except
+// the tuned state, under tuned_mu.
 #ifndef SLUICE_GRAPH_DATASET_ACCESS_H_
 #define SLUICE_GRAPH_DATASET_ACCESS_H_
 
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graph/dataset_node.h"
@@ -27,11 +30,18 @@ struct Dataset::OptimizedGraph {
   DatasetPtr graph;
   // OptimizeReport::Lines() of the rewrite (src/optimizer/optimizer.h).
   std::vector<std::string> report_lines;
+  // What the last iterator of this graph that tuned ended with (autotune/autotuner.h,
+  // "Carry-over"): its knobs' values by (prefix, name) and its trial floors by
+  // "prefix/name". The next MakeIterator() starts from them.
+  mutable std::mutex tuned_mu;
+  mutable std::map<std::pair<std::string, std::string>, int64_t> tuned_values;
+  mutable std::map<std::string, int64_t> tuned_floors;
 };
 
 namespace internal {
 // Access to Dataset's private parts for the framework and the API layer.
 struct DatasetAccess {
+  using OptimizedGraph = Dataset::OptimizedGraph;
   // The graph node a valid dataset holds (null for one carrying an error).
   static const DatasetPtr& Node(const Dataset& ds) { return ds.node_; }
   // A dataset holding `node` (an InternalError dataset for null), default options.

@@ -20,6 +20,16 @@ void TunableRegistry::Registration::Reset() {
   registry_ = nullptr;
 }
 
+TunableRegistry::Values TunableRegistry::Remembered() const {
+  MutexLock l(&mu_);
+  return remembered_;
+}
+
+void TunableRegistry::Preload(const Values& values) {
+  MutexLock l(&mu_);
+  for (const auto& [key, value] : values) remembered_[key] = value;
+}
+
 TunableRegistry::Registration TunableRegistry::Register(KnobSpec spec, int64_t* value) {
   MutexLock l(&mu_);
   spec.max = std::max(spec.min, spec.max);

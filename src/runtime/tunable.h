@@ -16,7 +16,8 @@
 // Remembered values. Iterators are re-created (repeat starts its input again every epoch,
 // Iterator::Restore rebuilds the tree): the registry remembers the last value the tuner
 // chose for each (prefix, name) and Register hands it back as the starting value, so a
-// new epoch does not start from scratch.
+// new epoch does not start from scratch. Remembered() and Preload() carry these values
+// from one iterator of a dataset to its next one (Iterator's destructor, MakeIterator).
 //
 // Lifetime. Set calls the knob's setter without the registry's mutex, and Reset waits for
 // a call in progress on that knob (only that knob): once Reset returns the setter is never
@@ -127,6 +128,11 @@ class TunableRegistry {
   // A knob's id changes every time its iterator is re-made (every epoch under a Repeat):
   // a setting meant to last longer than one iterator goes through here.
   bool Set(const std::string& prefix, const std::string& name, int64_t value);
+  // (prefix, name) -> value: what the knobs remember (see Remembered values above).
+  using Values = std::map<std::pair<std::string, std::string>, int64_t>;
+  Values Remembered() const;
+  // Adds `values` to the remembered ones (before the knobs register: they start there).
+  void Preload(const Values& values);
   // Called (with the registry's mutex held) after every registration; null clears it.
   // Once SetListener returns, the previous listener is never called again. The
   // autotuner uses it to start its thread when the first knob appears.
@@ -146,7 +152,7 @@ class TunableRegistry {
   mutable Mutex mu_;
   CondVar setter_done_;  // a setter call returned
   std::map<uint64_t, Entry> knobs_ GUARDED_BY(mu_);
-  std::map<std::pair<std::string, std::string>, int64_t> remembered_ GUARDED_BY(mu_);
+  Values remembered_ GUARDED_BY(mu_);
   uint64_t next_id_ GUARDED_BY(mu_) = 1;
   uint64_t generation_ GUARDED_BY(mu_) = 0;
   std::function<void()> listener_ GUARDED_BY(mu_);

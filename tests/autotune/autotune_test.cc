@@ -226,6 +226,48 @@ TEST(Autotune, RaisesParallelismOfACpuHeavyMapFromOne) {
   EXPECT_EQ(gauge, knob) << "the op's parallelism gauge never followed the knob";
 }
 
+// Carry-over (autotune/autotuner.h): the next iterator of a Dataset starts where the last
+// one's tuning ended (a training loop's next epoch), within its own budgets; a dataset
+// made anew and an as-built iterator start fresh.
+TEST(Autotune, NextIteratorOfADatasetStartsWhereTheLastEnded) {
+  Options o;
+  o.autotune.cpu_budget = 4;
+  o.autotune.initial_parallelism = 1;
+  const Dataset ds = Dataset::Range(1 << 30).Map(Burner(500), kAutotune).WithOptions(o);
+  {
+    auto it = ds.MakeIterator();
+    ASSERT_TRUE(it.ok()) << it.status();
+    EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 1);
+    const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+    int64_t p = 1;
+    while (p < 2 && steady_clock::now() < deadline) {
+      auto e = (*it)->GetNext();
+      ASSERT_TRUE(e.ok() && e->has_value());
+      p = Value((*it)->TunedParameters(), "ParallelMap", "parallelism");
+    }
+    ASSERT_GE(p, 2) << "the tuner did not raise the parallelism";
+  }
+  // Read before the new tuner's first round (kFastInterval): the value it started at.
+  auto next = ds.MakeIterator();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_GE(Value((*next)->TunedParameters(), "ParallelMap", "parallelism"), 2);
+  next->reset();
+  // Clamped to a smaller budget of that iterator's own.
+  Options one_core;
+  one_core.autotune.cpu_budget = 1;
+  auto small = ds.MakeIterator(one_core);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(Value((*small)->TunedParameters(), "ParallelMap", "parallelism"), 1);
+  small->reset();
+  // A dataset made anew has its own (empty) tuned state; so has an as-built iterator.
+  auto fresh = ds.WithOptions(Options()).MakeIterator();
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(Value((*fresh)->TunedParameters(), "ParallelMap", "parallelism"), 1);
+  auto as_built = MakeIteratorAsBuilt(ds, o);
+  ASSERT_TRUE(as_built.ok()) << as_built.status();
+  EXPECT_EQ(Value((*as_built)->TunedParameters(), "ParallelMap", "parallelism"), 1);
+}
+
 TEST(Autotune, OffKeepsTheCpuBudget) {
   Options o;
   o.autotune.cpu_budget = 3;
