@@ -342,6 +342,7 @@ struct Iterator::Impl {
   // Where tuning starts from and hands its end state to (Carry-over in
   // autotune/autotuner.h); null for graphs not cached by a Dataset.
   std::shared_ptr<const internal::DatasetAccess::OptimizedGraph> tuned;
+  bool tuned_stored = false;  // at the end of input (GetNext's thread only)
   int64_t instance = 0;
   int64_t created_ns = 0;
   // Calls in progress, so the destructor can wait for a GetNext on another thread.
@@ -358,6 +359,16 @@ const std::string& CachedFingerprint(IteratorCalls* calls,
                                      const std::shared_ptr<const DatasetNode>& graph) {
   if (calls->fingerprint.empty()) calls->fingerprint = PipelineFingerprint(graph);
   return calls->fingerprint;
+}
+// Hands an iterator's tuned state to the next iterator of its graph (Carry-over in
+// autotune/autotuner.h). Merged, not replaced: an iterator made to peek at one element
+// (it tuned nothing) does not wipe what a whole epoch tuned.
+void StoreTuned(const std::shared_ptr<const internal::DatasetAccess::OptimizedGraph>& tuned,
+                Autotuner::TunedState state) {
+  if (tuned == nullptr) return;
+  std::lock_guard<std::mutex> l(tuned->tuned_mu);
+  for (auto& [key, value] : state.values) tuned->tuned_values[key] = value;
+  for (auto& [key, value] : state.floors) tuned->tuned_floors[key] = value;
 }
 IteratorContext RootContext(int64_t instance, Runtime* rt,
                             std::shared_ptr<SplitProvider> splits) {
@@ -577,14 +588,7 @@ Iterator::~Iterator() {
   if (impl_->autotuner != nullptr) {
     // Stops tuning before the tree goes, and hands its end state to the next iterator of
     // this graph (Carry-over in autotune/autotuner.h).
-    Autotuner::TunedState end = impl_->autotuner->Stop();
-    if (impl_->tuned != nullptr) {
-      // Merged, not replaced: an iterator made to peek at one element (tuned nothing)
-      // does not wipe what a whole epoch tuned.
-      std::lock_guard<std::mutex> l(impl_->tuned->tuned_mu);
-      for (auto& [key, value] : end.values) impl_->tuned->tuned_values[key] = value;
-      for (auto& [key, value] : end.floors) impl_->tuned->tuned_floors[key] = value;
-    }
+    StoreTuned(impl_->tuned, impl_->autotuner->Stop());
   }
   impl_->autotuner.reset();
   Cancel();
@@ -608,11 +612,19 @@ Result<std::optional<Element>> Iterator::GetNext() {
     return CancelledError("iterator cancelled");
   }
   try {
-    return impl_->root->GetNext();
+    Result<std::optional<Element>> r = impl_->root->GetNext();
+    if (!r.ok() || r->has_value()) [[likely]] return r;
+    // The end of input: an epoch's tuning is done (Carry-over in autotune/autotuner.h).
+    if (impl_->autotuner != nullptr && impl_->tuned != nullptr && !impl_->tuned_stored) {
+      impl_->tuned_stored = true;
+      StoreTuned(impl_->tuned, impl_->autotuner->State());
+    }
+    return r;
   } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
     return StatusFromException("GetNext");
   }
 }
+
 
 Result<std::string> Iterator::Save() try {
   ActiveCall call(impl_->calls.get());

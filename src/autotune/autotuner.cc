@@ -102,7 +102,15 @@ Autotuner::TunedState Autotuner::Stop() {
   }
   cv_.SignalAll();
   if (thread.joinable()) thread.join();
-  // The tuning thread is gone: its state is this thread's now.
+  return StateBetweenRounds();  // the tuning thread is gone
+}
+
+Autotuner::TunedState Autotuner::State() {
+  MutexLock round(&round_mu_);
+  return StateBetweenRounds();
+}
+
+Autotuner::TunedState Autotuner::StateBetweenRounds() const {
   TunedState state;
   state.values = runtime_->tunables().Remembered();
   // Steps not yet judged count at their value before: a trial's knob at its A value, an
@@ -131,7 +139,11 @@ void Autotuner::Loop() {
   MutexLock l(&mu_);
   while (!cv_.WaitFor(&mu_, interval, [this]() REQUIRES(mu_) { return stop_; })) {
     l.Unlock();
-    const bool changed = Round();
+    bool changed;
+    {
+      MutexLock round(&round_mu_);
+      changed = Round();
+    }
     const uint64_t g = runtime_->tunables().generation();
     l.Lock();
     if (changed || g != generation) {

@@ -59,9 +59,11 @@
 // `for batch in ds`); tuning each from scratch spent the start of every epoch re-learning
 // the same values (seconds, or a whole short epoch: a Fashion-MNIST epoch is over before the
 // first rounds). So an iterator of a Dataset's cached graph (MakeIterator() without
-// rewrite options of its own) hands what its tuning ended with to the next one: Stop()
-// returns the remembered knob values (a trial under way counts as its A value, an op
-// being probed inline as async: steps not yet judged) and the trial floors; the Iterator's destructor stores them with the graph, and the
+// rewrite options of its own) hands what its tuning ended with to the next one: State()
+// (at the end of input) and Stop() (the destructor) return the remembered knob values (a trial under way counts as its A value, an op
+// being probed inline as async: steps not yet judged) and the trial floors; the Iterator stores them with the graph when its GetNext first
+// returns the end of input and again when it is destroyed (a loop that keeps the old
+// iterator in a variable while it makes the next one still hands it on), and the
 // next MakeIterator() preloads them (TunableRegistry::Preload, Start's `floors`), clamped
 // to that iterator's budgets as any start is. The knobs then start where the last epoch
 // ended, and the rounds go on from there. Output is unchanged: parallelism and modes never
@@ -117,6 +119,8 @@ class Autotuner {
     TunableRegistry::Values values;         // (prefix, name) -> value
     std::map<std::string, int64_t> floors;  // "prefix/name" -> trial floor
   };
+  // The state now, between two rounds (waits for a round under way).
+  TunedState State();
   // Stops tuning (joins the thread; no knob changes afterwards) and returns its state.
   TunedState Stop();
   Autotuner(const Autotuner&) = delete;
@@ -149,8 +153,14 @@ class Autotuner {
   // trial pinned to its value in the current slice.
   std::vector<KnobState> Bounded(std::vector<KnobState> knobs) const;
 
+  // The state of the fields below (StateBetweenRounds).
+  TunedState StateBetweenRounds() const;
+
   Runtime* const runtime_;
   const std::function<PipelineStats()> snapshot_;
+  // Held by the tuning thread through each Round, so State() reads the tuning thread's
+  // fields (trial_, probes_, floors_) and the knobs between rounds.
+  Mutex round_mu_;
   std::atomic<int64_t> rounds_{0};
   std::atomic<int64_t> changes_{0};
 

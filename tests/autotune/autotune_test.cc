@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -266,6 +267,41 @@ TEST(Autotune, NextIteratorOfADatasetStartsWhereTheLastEnded) {
   auto as_built = MakeIteratorAsBuilt(ds, o);
   ASSERT_TRUE(as_built.ok()) << as_built.status();
   EXPECT_EQ(Value((*as_built)->TunedParameters(), "ParallelMap", "parallelism"), 1);
+}
+
+// The state is handed on at the end of input too: a loop that keeps the last iterator in
+// a variable (`it = iter(ds)` every epoch) makes the next one while the last still lives.
+TEST(Autotune, AnExhaustedIteratorHandsItsStateOnWhileItLives) {
+  Options o;
+  o.autotune.cpu_budget = 4;
+  o.autotune.initial_parallelism = 1;
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  const Dataset ds =
+      Dataset::Range(1 << 30)
+          .Map(Burner(500), kAutotune)
+          .TakeWhile(Function::Predicate(
+              "until_stopped", [stop](const Element&, FunctionContext&) -> Result<bool> {
+                return !stop->load();
+              }))
+          .WithOptions(o);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it.ok()) << it.status();
+  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+  while (!stop->load() && steady_clock::now() < deadline) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value());
+    if (Value((*it)->TunedParameters(), "ParallelMap", "parallelism") >= 2) stop->store(true);
+  }
+  ASSERT_TRUE(stop->load()) << "the tuner did not raise the parallelism";
+  while (true) {  // to the end of input (the elements already under way)
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+  }
+  stop->store(false);
+  auto next = ds.MakeIterator();  // `it` is still alive
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_GE(Value((*next)->TunedParameters(), "ParallelMap", "parallelism"), 2);
 }
 
 TEST(Autotune, OffKeepsTheCpuBudget) {
