@@ -625,7 +625,6 @@ Result<std::optional<Element>> Iterator::GetNext() {
   }
 }
 
-
 Result<std::string> Iterator::Save() try {
   ActiveCall call(impl_->calls.get());
   CheckpointWriter w;

@@ -55,19 +55,19 @@
 // re-makes its input each epoch): their knobs unregister when the old iterators die and
 // register again, starting at the values last chosen for the same prefix and name.
 //
-// Carry-over. A training job makes a new iterator of the same Dataset every epoch (Python's
-// `for batch in ds`); tuning each from scratch spent the start of every epoch re-learning
-// the same values (seconds, or a whole short epoch: a Fashion-MNIST epoch is over before the
-// first rounds). So an iterator of a Dataset's cached graph (MakeIterator() without
-// rewrite options of its own) hands what its tuning ended with to the next one: State()
-// (at the end of input) and Stop() (the destructor) return the remembered knob values (a trial under way counts as its A value, an op
-// being probed inline as async: steps not yet judged) and the trial floors; the Iterator stores them with the graph when its GetNext first
-// returns the end of input and again when it is destroyed (a loop that keeps the old
-// iterator in a variable while it makes the next one still hands it on), and the
-// next MakeIterator() preloads them (TunableRegistry::Preload, Start's `floors`), clamped
-// to that iterator's budgets as any start is. The knobs then start where the last epoch
-// ended, and the rounds go on from there. Output is unchanged: parallelism and modes never
-// change what a deterministic pipeline yields.
+// Carry-over. A training job makes a new iterator of the same Dataset every epoch
+// (Python's `for batch in ds`); tuning each from scratch spent the start of every epoch
+// re-learning the same values. So an iterator of a Dataset's cached graph (MakeIterator()
+// without rewrite options of its own) hands what its tuning ended with to the next one.
+// State() (at the end of input) and Stop() (the destructor) return the remembered knob
+// values and the trial floors, with steps not yet judged at their value before (a trial
+// under way at its A value, an op being probed inline as async). The Iterator stores them
+// with the graph when its GetNext first returns the end of input and again when it is
+// destroyed (so a loop that keeps the old iterator in a variable while it makes the next
+// one still hands it on), and the next MakeIterator() preloads them (TunableRegistry::
+// Preload, Start's `floors`), clamped to that iterator's budgets as any start is. The
+// knobs then start where the last epoch ended, and the rounds go on from there. Output is
+// unchanged: parallelism and modes never change what a deterministic pipeline yields.
 //
 // Thread-safety: thread-safe; the destructor stops and joins the tuning thread, and must
 // run before the iterator tree and the runtime go.
