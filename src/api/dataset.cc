@@ -361,14 +361,12 @@ const std::string& CachedFingerprint(IteratorCalls* calls,
   return calls->fingerprint;
 }
 // Hands an iterator's tuned state to the next iterator of its graph (Carry-over in
-// autotune/autotuner.h). Merged, not replaced: an iterator made to peek at one element
-// (it tuned nothing) does not wipe what a whole epoch tuned.
-void StoreTuned(const std::shared_ptr<const internal::DatasetAccess::OptimizedGraph>& tuned,
-                Autotuner::TunedState state) {
-  if (tuned == nullptr) return;
-  std::lock_guard<std::mutex> l(tuned->tuned_mu);
-  for (auto& [key, value] : state.values) tuned->tuned_values[key] = value;
-  for (auto& [key, value] : state.floors) tuned->tuned_floors[key] = value;
+// autotune/autotuner.h).
+void StoreTuned(const std::shared_ptr<const internal::DatasetAccess::OptimizedGraph>& graph,
+                const TunedState& state) {
+  if (graph == nullptr) return;
+  std::lock_guard<std::mutex> l(graph->tuned_mu);
+  graph->tuned.Merge(state);
 }
 IteratorContext RootContext(int64_t instance, Runtime* rt,
                             std::shared_ptr<SplitProvider> splits) {
@@ -455,9 +453,9 @@ Result<std::unique_ptr<Iterator>> internal::IteratorAccess::Make(
     if (tuned != nullptr && runtime->autotune()) {
       // Before the tree: its knobs start at these values as they register.
       std::lock_guard<std::mutex> l(tuned->tuned_mu);
-      if (!tuned->tuned_values.empty()) {
-        runtime->tunables().Preload(tuned->tuned_values);
-        SLUICE_LOG(kInfo) << "autotune: starting from " << tuned->tuned_values.size()
+      if (!tuned->tuned.values.empty()) {
+        runtime->tunables().Preload(tuned->tuned.values);
+        SLUICE_LOG(kInfo) << "autotune: starting from " << tuned->tuned.values.size()
                          << " values an earlier iterator of this dataset tuned";
       }
     }
@@ -577,7 +575,7 @@ Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
     std::map<std::string, int64_t> floors;
     if (impl_->tuned != nullptr) {
       std::lock_guard<std::mutex> l(impl_->tuned->tuned_mu);
-      floors = impl_->tuned->tuned_floors;
+      floors = impl_->tuned->tuned.floors;
     }
     impl_->autotuner = Autotuner::Start(impl_->runtime.get(), [this] { return Snapshot(); },
                                         std::move(floors));

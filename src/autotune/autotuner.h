@@ -114,11 +114,8 @@ class Autotuner {
                                           std::map<std::string, int64_t> floors = {});
   ~Autotuner();
 
-  // What tuning ended with (Carry-over).
-  struct TunedState {
-    TunableRegistry::Values values;         // (prefix, name) -> value
-    std::map<std::string, int64_t> floors;  // "prefix/name" -> trial floor
-  };
+  // What tuning ended with (Carry-over; runtime/tunable.h).
+  using TunedState = sluice::TunedState;
   // The state now, between two rounds (waits for a round under way).
   TunedState State();
   // Stops tuning (joins the thread; no knob changes afterwards) and returns its state.

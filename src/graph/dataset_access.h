@@ -12,14 +12,13 @@
 #ifndef SLUICE_GRAPH_DATASET_ACCESS_H_
 #define SLUICE_GRAPH_DATASET_ACCESS_H_
 
-#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "graph/dataset_node.h"
+#include "runtime/tunable.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -30,12 +29,10 @@ struct Dataset::OptimizedGraph {
   DatasetPtr graph;
   // OptimizeReport::Lines() of the rewrite (src/optimizer/optimizer.h).
   std::vector<std::string> report_lines;
-  // What the last iterator of this graph that tuned ended with (autotune/autotuner.h,
-  // "Carry-over"): its knobs' values by (prefix, name) and its trial floors by
-  // "prefix/name". The next MakeIterator() starts from them.
+  // What the iterators of this graph that tuned ended with (autotune/autotuner.h,
+  // "Carry-over"); the next MakeIterator() starts from it.
   mutable std::mutex tuned_mu;
-  mutable std::map<std::pair<std::string, std::string>, int64_t> tuned_values;
-  mutable std::map<std::string, int64_t> tuned_floors;
+  mutable TunedState tuned;
 };
 
 namespace internal {

@@ -158,6 +158,19 @@ class TunableRegistry {
   std::function<void()> listener_ GUARDED_BY(mu_);
 };
 
+// What an iterator's tuning ended with, handed to the next iterator of its dataset
+// (autotune/autotuner.h, "Carry-over"): knob values and the autotuner's trial floors.
+struct TunedState {
+  TunableRegistry::Values values;         // (prefix, name) -> value
+  std::map<std::string, int64_t> floors;  // "prefix/name" -> trial floor
+  // Adds `o`'s entries, replacing those of the same key (an iterator that tuned nothing
+  // does not wipe what an earlier one tuned).
+  void Merge(const TunedState& o) {
+    for (const auto& [key, value] : o.values) values[key] = value;
+    for (const auto& [key, value] : o.floors) floors[key] = value;
+  }
+};
+
 }  // namespace sluice
 
 #endif  // SLUICE_RUNTIME_TUNABLE_H_

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "api/dataset_internal.h"
@@ -54,6 +55,25 @@ int64_t SumParallelism(const std::vector<TunedParameter>& ps) {
   int64_t s = 0;
   for (const TunedParameter& p : ps) s += p.name == "parallelism" ? p.value : 0;
   return s;
+}
+
+// Pulls elements until the tuner raises the ParallelMap's parallelism to at least `want`
+// (60 s at most) and returns the last value read; `each` runs after every element (extra
+// checks, or a stop). -1 on an error or an early end.
+int64_t PullUntilParallelism(Iterator& it, int64_t want,
+                             const std::function<void()>& each = nullptr) {
+  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+  int64_t p = Value(it.TunedParameters(), "ParallelMap", "parallelism");
+  while (p < want && steady_clock::now() < deadline) {
+    auto e = it.GetNext();
+    if (!e.ok() || !e->has_value()) {
+      ADD_FAILURE() << "no element: " << (e.ok() ? "end of input" : e.status().ToString());
+      return -1;
+    }
+    p = Value(it.TunedParameters(), "ParallelMap", "parallelism");
+    if (each) each();
+  }
+  return p;
 }
 
 // ---- Registry ----
@@ -205,13 +225,9 @@ TEST(Autotune, RaisesParallelismOfACpuHeavyMapFromOne) {
   ASSERT_EQ(Resources((*it)->TunedParameters()).size(), 1u);
   EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 1);
   const auto deadline = steady_clock::now() + std::chrono::seconds(60);
-  int64_t p = 1;
-  while (p < 2 && steady_clock::now() < deadline) {
-    auto e = (*it)->GetNext();
-    ASSERT_TRUE(e.ok() && e->has_value());
-    p = Value((*it)->TunedParameters(), "ParallelMap", "parallelism");
+  const int64_t p = PullUntilParallelism(**it, 2, [&] {
     EXPECT_LE(SumParallelism((*it)->TunedParameters()), 4);
-  }
+  });
   EXPECT_GE(p, 2) << "the tuner did not raise the parallelism";
   // The live op honours the knob: its stats gauge follows, once the op has applied the
   // new value (asynchronously, as it runs; the tuner may also move the knob again
@@ -239,14 +255,7 @@ TEST(Autotune, NextIteratorOfADatasetStartsWhereTheLastEnded) {
     auto it = ds.MakeIterator();
     ASSERT_TRUE(it.ok()) << it.status();
     EXPECT_EQ(Value((*it)->TunedParameters(), "ParallelMap", "parallelism"), 1);
-    const auto deadline = steady_clock::now() + std::chrono::seconds(60);
-    int64_t p = 1;
-    while (p < 2 && steady_clock::now() < deadline) {
-      auto e = (*it)->GetNext();
-      ASSERT_TRUE(e.ok() && e->has_value());
-      p = Value((*it)->TunedParameters(), "ParallelMap", "parallelism");
-    }
-    ASSERT_GE(p, 2) << "the tuner did not raise the parallelism";
+    ASSERT_GE(PullUntilParallelism(**it, 2), 2) << "the tuner did not raise the parallelism";
   }
   // Read before the new tuner's first round (kFastInterval): the value it started at.
   auto next = ds.MakeIterator();
@@ -286,13 +295,8 @@ TEST(Autotune, AnExhaustedIteratorHandsItsStateOnWhileItLives) {
           .WithOptions(o);
   auto it = ds.MakeIterator();
   ASSERT_TRUE(it.ok()) << it.status();
-  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
-  while (!stop->load() && steady_clock::now() < deadline) {
-    auto e = (*it)->GetNext();
-    ASSERT_TRUE(e.ok() && e->has_value());
-    if (Value((*it)->TunedParameters(), "ParallelMap", "parallelism") >= 2) stop->store(true);
-  }
-  ASSERT_TRUE(stop->load()) << "the tuner did not raise the parallelism";
+  ASSERT_GE(PullUntilParallelism(**it, 2), 2) << "the tuner did not raise the parallelism";
+  stop->store(true);
   while (true) {  // to the end of input (the elements already under way)
     auto e = (*it)->GetNext();
     ASSERT_TRUE(e.ok()) << e.status();
