@@ -3,6 +3,15 @@
 // * DType covers bool, u8, i8, i16, i32, i64, f16, bf16, f32, f64 and string.
 // * Copying a Tensor copies the view and bumps the buffer's refcount; data is never copied
 //   implicitly. Slicing along dimension 0 (Slice, SubTensor) is zero-copy.
+// * Small tensors hold their data inline: a non-string tensor allocated with at most
+//   kInlineBytes bytes of data (an int64 or float64 scalar, a label, a length, a pair of
+//   float32) keeps it inside the Tensor object, with no Buffer. Copying one copies those
+//   bytes (no refcount), and slicing or reshaping one copies too. Such a tensor's data
+//   moves with the object: a pointer from data()/mutable_data() is valid only while that
+//   Tensor object lives unmoved (write it before handing the tensor on, as above). Its
+//   buffer() is null; SharedBuffer() gives a buffered copy where a caller needs memory
+//   that outlives the object (zero-copy exports). An element of small tensors is then
+//   its tensor list alone: nothing else to allocate, free or fetch from another core.
 // * Buffers are mutable through `mutable_data<T>()`; the convention is that a tensor is
 //   written only by the code that allocated it, before it is handed on. After that, every
 //   holder treats it as immutable.
@@ -331,16 +340,25 @@ class Tensor {
     return FromVector<std::string>(v, std::move(shape));
   }
 
+  // Data of at most this many bytes is held inline (see the top of this file).
+  static constexpr size_t kInlineBytes = 8;
+
   bool valid() const { return dtype_ != DType::kInvalid; }
   DType dtype() const { return dtype_; }
+  // True when the data is held inline (no buffer).
+  bool is_inline() const { return inline_; }
   const Shape& shape() const { return shape_; }
   int rank() const { return shape_.rank(); }
   int64_t dim(int i) const { return shape_.dim(i); }
   int64_t num_elements() const { return shape_.num_elements(); }
   // Bytes of element data (num_elements * DTypeSize); for strings, the string payloads.
   size_t nbytes() const;
+  // The buffer viewed and the view's start in it; null and 0 for an inline tensor.
   const BufferPtr& buffer() const { return buffer_; }
-  size_t byte_offset() const { return offset_; }
+  size_t byte_offset() const { return inline_ ? 0 : offset_; }
+  // This tensor with its data in a buffer: itself when it has one, else a buffered copy
+  // of the inline data (for callers that export the memory beyond this object's life).
+  Tensor SharedBuffer() const;
 
   template <typename T>
   const T* data() const {
@@ -351,6 +369,7 @@ class Tensor {
     return reinterpret_cast<T*>(const_cast<void*>(raw_data()));
   }
   const void* raw_data() const {
+    if (inline_) return small_;
     return buffer_ ? static_cast<const char*>(buffer_->data()) + offset_ : nullptr;
   }
   template <typename T>
@@ -383,10 +402,17 @@ class Tensor {
   std::string DebugString(int max_values = 8) const;
 
  private:
+  // A tensor of `shape` holding `bytes` (at most kInlineBytes) inline.
+  static Tensor Inline(DType dtype, Shape shape, const void* bytes, size_t n);
+
   DType dtype_ = DType::kInvalid;
+  bool inline_ = false;  // data in small_, buffer_ null
   Shape shape_;
   BufferPtr buffer_;
-  size_t offset_ = 0;
+  union {
+    size_t offset_ = 0;                        // buffered: the view's start in buffer_
+    alignas(8) unsigned char small_[kInlineBytes];  // inline: the data
+  };
 };
 
 // Stacks tensors of one dtype and shape along a new dimension 0 (copies).

@@ -221,7 +221,10 @@ py::object ToNumpy(const Tensor& t, bool unwrap_scalars) {
     return out;
   }
   py::object base = py::cast(PyTensor{t});
-  py::array out(dt, ShapeOf(t), StridesOf(t), t.raw_data(), base);
+  // The data of the base's own copy: a small tensor's data is inline (tensor.h), so it
+  // lives in that copy, not in `t`.
+  const Tensor& held = base.cast<const PyTensor&>().t;
+  py::array out(dt, ShapeOf(held), StridesOf(held), held.raw_data(), base);
   py::detail::array_proxy(out.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   if (unwrap_scalars && t.rank() == 0) return out[py::tuple()];
   return out;
@@ -391,7 +394,9 @@ py::capsule ToDLPack(const Tensor& t) {
   }
   static char empty_data[64];
   DLTensor& d = ctx->managed.dl_tensor;
-  d.data = t.raw_data() ? const_cast<void*>(t.raw_data()) : empty_data;
+  // The context's copy's data (inline for a small tensor, so not `t`'s).
+  const Tensor& held = ctx->tensor;
+  d.data = held.raw_data() ? const_cast<void*>(held.raw_data()) : empty_data;
   d.device = {kDLCPU, 0};
   d.ndim = t.rank();
   d.dtype = dt;

@@ -14,7 +14,7 @@
 // use after free is still caught).
 //
 //   int c = small_blocks::ClassOf(bytes);   // -1: not small
-//   void* p = small_blocks::Take(c);        // at least BlockBytes(c) bytes, 16-aligned
+//   void* p = small_blocks::Take(c);        // BlockBytes(c) bytes, 64-byte aligned
 //   small_blocks::Put(p, c);                // from any thread
 //
 // Thread-safety: all functions, from any thread.

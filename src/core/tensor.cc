@@ -420,7 +420,30 @@ void Buffer::Free() {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   size_t n = static_cast<size_t>(shape_.num_elements());
-  buffer_ = dtype == DType::kString ? Buffer::AllocateStrings(n) : Buffer::Allocate(n * DTypeSize(dtype));
+  if (dtype == DType::kString) {
+    buffer_ = Buffer::AllocateStrings(n);
+  } else if (n * DTypeSize(dtype) <= kInlineBytes && dtype != DType::kInvalid) {
+    inline_ = true;  // small_ is zeroed (offset_'s initializer)
+  } else {
+    buffer_ = Buffer::Allocate(n * DTypeSize(dtype));
+  }
+}
+
+Tensor Tensor::Inline(DType dtype, Shape shape, const void* bytes, size_t n) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.inline_ = true;
+  t.shape_ = std::move(shape);
+  if (n > 0) memcpy(t.small_, bytes, n);
+  return t;
+}
+
+Tensor Tensor::SharedBuffer() const {
+  if (!inline_) return *this;
+  const size_t n = nbytes();
+  BufferPtr b = Buffer::Allocate(n);
+  if (n > 0) memcpy(b->data(), small_, n);
+  return Tensor(dtype_, shape_, std::move(b), 0);
 }
 
 Tensor::Tensor(DType dtype, Shape shape, BufferPtr buffer, size_t byte_offset)
@@ -453,6 +476,7 @@ Result<Tensor> Tensor::Allocate(DType dtype, Shape shape) {
 Tensor Tensor::Zeros(DType dtype, Shape shape) {
   if (dtype == DType::kString) return Tensor(dtype, std::move(shape));
   size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  if (bytes <= kInlineBytes) return Tensor(dtype, std::move(shape));  // inline, zeroed
   return Tensor(dtype, std::move(shape), Buffer::AllocateZeroed(bytes));
 }
 
@@ -469,13 +493,23 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   int64_t row = shape_.num_elements() / (shape_.dim(0) == 0 ? 1 : shape_.dim(0));
   if (shape_.dim(0) == 0) row = 0;
   size_t row_bytes = static_cast<size_t>(row) * DTypeSize(dtype_);
-  return Tensor(dtype_, std::move(s), buffer_, offset_ + static_cast<size_t>(begin) * row_bytes);
+  const size_t start = static_cast<size_t>(begin) * row_bytes;
+  if (inline_) {
+    return Inline(dtype_, std::move(s), small_ + start, static_cast<size_t>(end - begin) * row_bytes);
+  }
+  return Tensor(dtype_, std::move(s), buffer_, offset_ + start);
 }
 
+// A row small enough to be inline is copied out (its bytes, not a reference on the
+// buffer: no refcount traffic, and the batch's buffer is not held by its rows).
 Tensor Tensor::SubTensor(int64_t i) const& {
   Shape s = shape_;
   s.RemoveDim(0);
   size_t row_bytes = static_cast<size_t>(s.num_elements()) * DTypeSize(dtype_);
+  if (dtype_ != DType::kString && row_bytes <= kInlineBytes) {
+    return Inline(dtype_, std::move(s), static_cast<const char*>(raw_data()) + i * row_bytes,
+                  row_bytes);
+  }
   return Tensor(dtype_, std::move(s), buffer_, offset_ + static_cast<size_t>(i) * row_bytes);
 }
 
@@ -483,6 +517,12 @@ Tensor Tensor::SubTensor(int64_t i) && {
   Shape s = shape_;
   s.RemoveDim(0);
   size_t row_bytes = static_cast<size_t>(s.num_elements()) * DTypeSize(dtype_);
+  if (dtype_ != DType::kString && row_bytes <= kInlineBytes) {
+    Tensor out = Inline(dtype_, std::move(s),
+                        static_cast<const char*>(raw_data()) + i * row_bytes, row_bytes);
+    *this = Tensor();
+    return out;
+  }
   Tensor out(dtype_, std::move(s), std::move(buffer_),
              offset_ + static_cast<size_t>(i) * row_bytes);
   *this = Tensor();
@@ -493,12 +533,18 @@ Result<Tensor> Tensor::Reshape(Shape shape) const& {
   if (shape.num_elements() != num_elements()) {
     return InvalidArgumentError("cannot reshape " + shape_.ToString() + " to " + shape.ToString());
   }
+  if (inline_) return Inline(dtype_, std::move(shape), small_, nbytes());
   return Tensor(dtype_, std::move(shape), buffer_, offset_);
 }
 
 Result<Tensor> Tensor::Reshape(Shape shape) && {
   if (shape.num_elements() != num_elements()) {
     return InvalidArgumentError("cannot reshape " + shape_.ToString() + " to " + shape.ToString());
+  }
+  if (inline_) {
+    Tensor out = Inline(dtype_, std::move(shape), small_, nbytes());
+    *this = Tensor();
+    return out;
   }
   Tensor out(dtype_, std::move(shape), std::move(buffer_), offset_);
   *this = Tensor();

@@ -127,8 +127,10 @@ Result<int64_t> SkipBatches(IteratorBase* input, int64_t n, int64_t batch_size,
 
 namespace {
 
-// A numeric tensor that is the whole of its own buffer (a batch of it alone may take it).
+// A numeric tensor that is the whole of its own buffer, or holds its data inline (a batch
+// of it alone may take it).
 bool OwnsWholeBuffer(const Tensor& t) {
+  if (t.is_inline()) return true;
   return t.valid() && t.dtype() != DType::kString && t.buffer() && t.byte_offset() == 0 &&
          t.nbytes() == t.buffer()->size();
 }

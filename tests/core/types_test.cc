@@ -123,6 +123,74 @@ TEST(TensorTest, AlignedRefcountedZeroCopySlices) {
   EXPECT_FALSE(c.ContentEquals(t));
 }
 
+TEST(TensorTest, SmallTensorsHoldTheirDataInline) {
+  // At most kInlineBytes of non-string data: no buffer, the bytes inside the object.
+  Tensor s = Tensor::Scalar<int64_t>(7);
+  EXPECT_TRUE(s.is_inline());
+  EXPECT_EQ(s.buffer().get(), nullptr);
+  EXPECT_EQ(s.byte_offset(), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(s.raw_data()) % alignof(int64_t), 0u);
+  EXPECT_EQ(s.scalar<int64_t>(), 7);
+  EXPECT_TRUE(Tensor(DType::kFloat32, Shape{2}).is_inline());
+  EXPECT_TRUE(Tensor(DType::kUInt8, Shape{0, 5}).is_inline());
+  EXPECT_FALSE(Tensor(DType::kFloat32, Shape{3}).is_inline());  // 12 bytes
+  EXPECT_FALSE(Tensor::Scalar<std::string>("ab").is_inline());  // strings: never
+  EXPECT_FALSE(Tensor().is_inline());
+  Tensor z = Tensor::Zeros(DType::kInt32, Shape{2});
+  EXPECT_TRUE(z.is_inline());
+  EXPECT_EQ(z.flat<int32_t>()[0], 0);
+  EXPECT_EQ(z.flat<int32_t>()[1], 0);
+
+  // A copy is a copy of the bytes: writing one leaves the other as it was.
+  Tensor c = s;
+  EXPECT_NE(c.raw_data(), s.raw_data());
+  *c.mutable_data<int64_t>() = 8;
+  EXPECT_EQ(s.scalar<int64_t>(), 7);
+  EXPECT_EQ(c.scalar<int64_t>(), 8);
+  // The data moves with the object.
+  Tensor m = std::move(c);
+  EXPECT_EQ(m.scalar<int64_t>(), 8);
+
+  // Slicing, row access and reshaping keep values (copies of the inline bytes).
+  Tensor v = Tensor::FromVector<int16_t>({1, 2, 3, 4});
+  ASSERT_TRUE(v.is_inline());
+  Tensor mid = v.Slice(1, 3);
+  EXPECT_TRUE(mid.is_inline());
+  EXPECT_EQ(mid.shape(), Shape({2}));
+  EXPECT_EQ(mid.flat<int16_t>()[0], 2);
+  EXPECT_EQ(mid.flat<int16_t>()[1], 3);
+  EXPECT_EQ(v.SubTensor(3).scalar<int16_t>(), 4);
+  auto sq = v.Reshape(Shape{2, 2});
+  ASSERT_TRUE(sq.ok());
+  EXPECT_EQ(sq->SubTensor(1).flat<int16_t>()[0], 3);
+  EXPECT_TRUE(sq->ContentEquals(Tensor::FromVector<int16_t>({1, 2, 3, 4}, Shape{2, 2})));
+  EXPECT_TRUE(v.Clone().ContentEquals(v));
+  auto stacked = Stack(std::vector<Tensor>{s, Tensor::Scalar<int64_t>(9)});
+  ASSERT_TRUE(stacked.ok());
+  EXPECT_FALSE(stacked->is_inline());  // 16 bytes
+  EXPECT_EQ(stacked->flat<int64_t>()[1], 9);
+
+  // SharedBuffer: a buffered copy for memory that must outlive the object.
+  Tensor shared = s.SharedBuffer();
+  EXPECT_FALSE(shared.is_inline());
+  ASSERT_NE(shared.buffer().get(), nullptr);
+  EXPECT_EQ(shared.scalar<int64_t>(), 7);
+  EXPECT_TRUE(shared.ContentEquals(s));
+  Tensor big(DType::kFloat32, Shape{4});
+  EXPECT_EQ(big.SharedBuffer().buffer().get(), big.buffer().get());
+}
+
+TEST(TensorTest, RowsOfABufferedTensorUpToKInlineBytesAreCopiedOut) {
+  Tensor t(DType::kInt64, Shape{4});
+  for (int i = 0; i < 4; ++i) t.mutable_data<int64_t>()[i] = 10 + i;
+  Tensor row = t.SubTensor(2);
+  EXPECT_TRUE(row.is_inline());
+  EXPECT_EQ(row.scalar<int64_t>(), 12);
+  EXPECT_EQ(t.buffer()->use_count(), 1);  // the row holds no reference
+  Tensor pairs(DType::kInt64, Shape{2, 2});
+  EXPECT_EQ(pairs.SubTensor(1).buffer().get(), pairs.buffer().get());  // 16 bytes: a view
+}
+
 TEST(TensorTest, AllDTypes) {
   for (DType d : {DType::kBool, DType::kUInt8, DType::kInt8, DType::kInt16, DType::kInt32,
                   DType::kInt64, DType::kFloat16, DType::kBFloat16, DType::kFloat32,

@@ -77,9 +77,17 @@ Function RecordBuffer(BufferLog* log) {
   });
 }
 
+// Rows of two int64 (16 bytes: above Tensor::kInlineBytes, so each has a buffer).
+Function Pair() {
+  return Function::Map("pair", [](Element e, FunctionContext&) -> Result<Element> {
+    const int64_t v = e[0].scalar<int64_t>();
+    return Element{Tensor::FromVector<int64_t>({v, -v})};
+  });
+}
+
 void ExpectBatchesOfOneTakeTheBuffer(const Options& options) {
   BufferLog log;
-  Dataset ds = Dataset::Range(6).Map(RecordBuffer(&log)).Batch(1);
+  Dataset ds = Dataset::Range(6).Map(Pair()).Map(RecordBuffer(&log)).Batch(1);
   auto it = ds.MakeIterator(options);
   ASSERT_TRUE(it.ok()) << it.status();
   for (int64_t i = 0; i < 6; ++i) {
@@ -87,8 +95,10 @@ void ExpectBatchesOfOneTakeTheBuffer(const Options& options) {
     ASSERT_TRUE(e.ok()) << e.status();
     ASSERT_TRUE(e->has_value());
     const Tensor& t = (**e)[0];
-    ASSERT_EQ(t.shape(), Shape({1}));
+    ASSERT_EQ(t.shape(), Shape({1, 2}));
     EXPECT_EQ(t.flat<int64_t>()[0], i);
+    EXPECT_EQ(t.flat<int64_t>()[1], -i);
+    ASSERT_NE(t.buffer().get(), nullptr);
     std::lock_guard<std::mutex> l(log.mu);
     EXPECT_EQ(log.buffers.count(t.buffer().get()), 1u) << "batch " << i << " was copied";
   }
@@ -110,19 +120,31 @@ TEST(BatchOfOneTest, MapAndBatchTakesTheRowsBuffer) {
 
 TEST(BatchOfOneTest, RowThatViewsALargerBufferIsCopied) {
   // Unbatch's rows are views of their 4-row batch: a batch of one must not keep the
-  // whole 4-row buffer alive.
+  // whole 4-row buffer alive. Rows of two int64 are views (16 bytes, buffered); scalar
+  // rows are copied out inline by Unbatch (tensor.h), so they hold no buffer at all.
   for (bool defaults : {false, true}) {
     Options o;
     o.optimization.apply_default_optimizations = defaults;
-    Dataset ds = Dataset::Range(8).Batch(4).Unbatch().Batch(1);
-    auto it = ds.MakeIterator(o);
+    Dataset pairs = Dataset::Range(8).Map(Pair()).Batch(4).Unbatch().Batch(1);
+    auto it = pairs.MakeIterator(o);
     ASSERT_TRUE(it.ok()) << it.status();
     for (int64_t i = 0; i < 8; ++i) {
       auto e = (*it)->GetNext();
       ASSERT_TRUE(e.ok() && e->has_value());
       const Tensor& t = (**e)[0];
       EXPECT_EQ(t.flat<int64_t>()[0], i);
-      EXPECT_EQ(t.buffer()->size(), sizeof(int64_t)) << "defaults=" << defaults;
+      ASSERT_NE(t.buffer().get(), nullptr);
+      EXPECT_EQ(t.buffer()->size(), 2 * sizeof(int64_t)) << "defaults=" << defaults;
+    }
+    auto scalars = Dataset::Range(8).Batch(4).Unbatch().Batch(1).MakeIterator(o);
+    ASSERT_TRUE(scalars.ok()) << scalars.status();
+    for (int64_t i = 0; i < 8; ++i) {
+      auto e = (*scalars)->GetNext();
+      ASSERT_TRUE(e.ok() && e->has_value());
+      const Tensor& t = (**e)[0];
+      EXPECT_EQ(t.flat<int64_t>()[0], i);
+      EXPECT_TRUE(t.is_inline()) << "defaults=" << defaults;
+      EXPECT_EQ(t.buffer().get(), nullptr);
     }
   }
 }
@@ -211,18 +233,35 @@ TEST(BatchOfOneTest, FusedBatchOfOneErrorNamesTheLaterElement) {
 }
 
 TEST(TensorMoveTest, RvalueSubTensorAndReshapeTakeTheBuffer) {
-  Tensor t = Tensor::FromVector<int64_t>({4, 5});
+  // Rows of two int64: 16 bytes, above Tensor::kInlineBytes, so views of the buffer.
+  Tensor t = Tensor::FromVector<int64_t>({2, 3, 4, 5}, Shape({2, 2}));
   const Buffer* buffer = t.buffer().get();
   Tensor row = std::move(t).SubTensor(1);
   EXPECT_FALSE(t.valid());
   EXPECT_EQ(row.buffer().get(), buffer);
-  EXPECT_EQ(row.scalar<int64_t>(), 5);
-  auto bad = std::move(row).Reshape(Shape({2}));
+  EXPECT_EQ(buffer->use_count(), 1);  // moved, not shared
+  EXPECT_EQ(row.flat<int64_t>()[1], 5);
+  auto bad = std::move(row).Reshape(Shape({3}));
   EXPECT_FALSE(bad.ok());
   EXPECT_TRUE(row.valid());  // unchanged on error
+  auto one = std::move(row).Reshape(Shape({1, 2}));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FALSE(row.valid());
+  EXPECT_EQ(one->buffer().get(), buffer);
+  EXPECT_EQ(one->flat<int64_t>()[0], 4);
+}
+
+TEST(TensorMoveTest, RvalueSubTensorOfASmallRowCopiesItInline) {
+  Tensor t = Tensor::FromVector<int64_t>({4, 5});
+  ASSERT_FALSE(t.is_inline());  // 16 bytes
+  Tensor row = std::move(t).SubTensor(1);
+  EXPECT_FALSE(t.valid());
+  EXPECT_TRUE(row.is_inline());
+  EXPECT_EQ(row.scalar<int64_t>(), 5);
   auto one = std::move(row).Reshape(Shape({1}));
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_FALSE(row.valid());
+  EXPECT_TRUE(one->is_inline());
   EXPECT_EQ(one->flat<int64_t>()[0], 5);
 }
 

@@ -1,4 +1,6 @@
 """torch tensors through DLPack: no copy, DataLoader adapter, pinned memory."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,22 @@ def test_strings_pass_through():
     ds = Dataset.from_tensor_slices((np.array([b"a", b"b"]), np.arange(2))).batch(2)
     s, n = next(st.iterate(ds))
     assert list(s) == [b"a", b"b"] and torch.equal(n, torch.arange(2))
+
+
+def test_small_tensors_export_memory_that_outlives_them():
+    # A scalar's data is held inside the sluice tensor object (no buffer; tensor.h): the
+    # numpy view and the DLPack capsule must point at memory their own reference keeps,
+    # not at the tensor they were made from.
+    views, tensors = [], []
+    for t in Dataset.range(7, 12)._tensor_iterator():
+        assert isinstance(t, sluice.Tensor) and t.shape == ()
+        views.append(t.numpy())
+        del t
+    for t in Dataset.range(7, 12)._tensor_iterator():
+        tensors.append(torch.from_dlpack(t))
+        del t
+    gc.collect()
+    junk = [sluice.Tensor(np.full(1, -1, dtype=np.int64)) for _ in range(100)]
+    assert [int(v) for v in views] == [7, 8, 9, 10, 11]
+    assert [int(x) for x in tensors] == [7, 8, 9, 10, 11]
+    assert len(junk) == 100

@@ -103,9 +103,11 @@ class IdxIterator : public IndexedIterator {
       SLUICE_RETURN_IF_ERROR(LoadAll());
     }
     if (all_.valid()) {
-      const IdxHeader& h = ds_->header();
-      return Element{Tensor(h.dtype, Shape(h.row_shape()), all_.buffer(),
-                            all_.byte_offset() + static_cast<size_t>(i * h.row_bytes))};
+      // A view of the loaded file's buffer; a row of at most Tensor::kInlineBytes (a
+      // label) is copied inline instead (tensor.h), and a small file is inline whole.
+      Element e;
+      e.push_back(all_.SubTensor(i));
+      return e;
     }
     auto row = reader_->ReadRow(i);
     stats().file_bytes_read.store(static_cast<int64_t>(reader_->bytes_read_from_disk()),
