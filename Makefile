@@ -19,6 +19,10 @@ FUZZ_SECONDS ?= 30
 TSAN_EXCLUDE ?= ExampleWireTest|ParseExampleTest|ParseSequenceExampleTest|example\.tfrecord_pipeline|GeneratedSetTest\.TfrecordShardsParseBack|SerializeTest\.EveryRegisteredKernelRoundTrips|SpecTest\.ImagenetSpecRuns
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
+# ccache (the compiler launcher, CMakeLists.txt) keys objects by paths relative to the
+# checkout, so a clone in another folder (CI's) reuses what an earlier build compiled.
+export CCACHE_BASEDIR   ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 
 .PHONY: all deps build demo test asan tsan threadsafety fuzz bench bench-peers format install clean
 

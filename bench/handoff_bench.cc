@@ -7,11 +7,16 @@
 // `autotune` rows give AUTOTUNE instead, which starts inline (async_buffer.h, "Inline
 // mode") and shows what the tuner's inline decision saves. Rows as_built: no rewrites.
 // Reported counters: ns_per_element (wall) and cpu_ns_per_element (all threads of the
-// process, from getrusage). Target (issue #22): <= 100 ns per element.
+// process, from getrusage). Target (issue #22): <= 100 ns per element. BM_CoreToCoreRoundTrip
+// measures the machine's cache-line round trip between two threads, the floor under
+// every handoff, so figures from different machines can be read side by side.
 //
 //   ./build/handoff_bench --benchmark_format=json
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
+
+#include <atomic>
+#include <thread>
 
 #include "sluice/dataset.h"
 
@@ -78,11 +83,47 @@ void BM_Sequential(benchmark::State& state) {
   Run(state, Dataset::Range(kElements).Map(Identity()));
 }
 
+// The machine's floor under any handoff: two threads passing a counter back and forth
+// through one cache line each way (ns per round trip). A handoff of an element moves
+// at least its ring slot from one core to the other; on a VM whose round trip is 270 ns
+// (half of it one way) the 100 ns target leaves little room (docs/performance.md).
+void BM_CoreToCoreRoundTrip(benchmark::State& state) {
+  struct alignas(64) Line {
+    std::atomic<int64_t> v{0};
+  };
+  Line ping, pong;
+  std::atomic<bool> stop{false};
+  std::thread echo([&] {
+    int64_t seen = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int64_t v = ping.v.load(std::memory_order_acquire);
+      if (v != seen) {
+        seen = v;
+        pong.v.store(v, std::memory_order_release);
+      }
+    }
+  });
+  int64_t n = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 10000; ++i) {
+      ++n;
+      ping.v.store(n, std::memory_order_release);
+      while (pong.v.load(std::memory_order_acquire) != n) {
+      }
+    }
+  }
+  stop.store(true);
+  echo.join();
+  state.counters["ns_per_round_trip"] = benchmark::Counter(
+      static_cast<double>(n) * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 BENCHMARK(BM_Prefetch)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 BENCHMARK(BM_ParallelMap)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 BENCHMARK(BM_PrefetchAutotune)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 BENCHMARK(BM_ParallelMapAutotune)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 BENCHMARK(BM_Sequential)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
+BENCHMARK(BM_CoreToCoreRoundTrip)->Unit(benchmark::kMillisecond)->MinTime(0.5)->UseRealTime();
 
 }  // namespace
 }  // namespace sluice

@@ -393,6 +393,11 @@ class Tensor {
   // The same, moving this tensor's buffer reference into the result; on success this
   // tensor is left invalid, on error it is unchanged.
   Result<Tensor> Reshape(Shape shape) &&;
+  // In place, the same data: a dimension of size 1 inserted before dimension `axis`
+  // (0..rank), or dimension `axis` removed, which must be of size 1 (a batch of one row
+  // and its unbatching; Reshape without a new tensor).
+  void InsertUnitDim(int axis) { shape_.InsertDim(axis, 1); }
+  void RemoveUnitDim(int axis) { shape_.RemoveDim(axis); }
   // A deep copy with its own buffer.
   Tensor Clone() const;
 

@@ -142,11 +142,7 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
   if (rows.size() == 1 && k > 0 &&
       std::all_of(rows[0].tensors().begin(), rows[0].tensors().end(), OwnsWholeBuffer)) {
     // Every component is taken: the row's own element becomes the batch (no new vector).
-    for (Tensor& t : rows[0].tensors()) {
-      Shape shape = t.shape();
-      shape.InsertDim(0, 1);
-      SLUICE_ASSIGN_OR_RETURN(t, std::move(t).Reshape(std::move(shape)));
-    }
+    for (Tensor& t : rows[0].tensors()) t.InsertUnitDim(0);
     return std::move(rows[0]);
   }
   std::vector<Tensor> out;
@@ -156,10 +152,8 @@ Result<Element> StackRows(std::vector<Element>& rows, std::vector<Tensor>& colum
     if (rows.size() == 1 && OwnsWholeBuffer(only)) {
       // Batch of one row owning its buffer: the batch is the same memory, reshaped (the
       // scratch column is not touched, so callers may pass a fresh one for free).
-      Shape shape = only.shape();
-      shape.InsertDim(0, 1);
-      SLUICE_ASSIGN_OR_RETURN(Tensor batch, std::move(rows[0][c]).Reshape(std::move(shape)));
-      out.push_back(std::move(batch));
+      out.push_back(std::move(rows[0][c]));
+      out.back().InsertUnitDim(0);
       continue;
     }
     column.resize(rows.size());

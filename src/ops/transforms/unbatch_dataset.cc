@@ -103,12 +103,7 @@ class UnbatchIterator : public UnaryIterator {
     for (const Tensor& t : e.tensors()) {
       if (t.rank() == 0 || t.dim(0) != 1) return false;
     }
-    for (Tensor& t : e.tensors()) {
-      Shape shape = t.shape();
-      shape.RemoveDim(0);
-      Result<Tensor> row = std::move(t).Reshape(std::move(shape));  // same element count
-      t = std::move(row).value();
-    }
+    for (Tensor& t : e.tensors()) t.RemoveUnitDim(0);  // same elements, same data
     return true;
   }
   void ResetCurrent() {
