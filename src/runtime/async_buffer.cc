@@ -1002,6 +1002,14 @@ void AsyncBufferIterator::FlushGroupRelease() {
 std::optional<Result<std::optional<Element>>> AsyncBufferIterator::TakeFromGroup() {
   std::vector<Result<std::optional<Element>>>& results = group_->results;
   while (group_next_ < results.size()) {
+    // The tensor list of the result a few takes ahead, fetched now: it was made on the
+    // pool's core, so reading it is a cache miss that would otherwise stall this take.
+    if (group_next_ + kGroupPrefetchAhead < results.size()) {
+      const Result<std::optional<Element>>& ahead = results[group_next_ + kGroupPrefetchAhead];
+      if (ahead.ok() && ahead->has_value() && !(*ahead)->empty()) {
+        __builtin_prefetch((*ahead)->tensors().data());
+      }
+    }
     Result<std::optional<Element>>& r = results[group_next_++];
     const bool element = r.ok() && r->has_value();
     if (element) {

@@ -252,6 +252,8 @@ class AsyncBufferIterator final : public IteratorBase {
   // most elements in one group.
   static constexpr int64_t kGroupTargetNs = 4 * kHandoffNs;
   static constexpr int64_t kMaxGroup = 256;
+  // The consumer prefetches the tensor list of the group result this many takes ahead.
+  static constexpr size_t kGroupPrefetchAhead = 4;
   // The group size the runner uses next (1 before the first measurement); for tests.
   int64_t group_size() const { return group_size_.load(std::memory_order_relaxed); }
   // Tests: the work a group aims at, for every iterator of the process (0: back to
