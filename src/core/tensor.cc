@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <utility>
 #include <vector>
 #include <sstream>
 
@@ -518,8 +519,7 @@ Tensor Tensor::SubTensor(int64_t i) && {
   s.RemoveDim(0);
   size_t row_bytes = static_cast<size_t>(s.num_elements()) * DTypeSize(dtype_);
   if (dtype_ != DType::kString && row_bytes <= kInlineBytes) {
-    Tensor out = Inline(dtype_, std::move(s),
-                        static_cast<const char*>(raw_data()) + i * row_bytes, row_bytes);
+    Tensor out = std::as_const(*this).SubTensor(i);  // copied out inline, as there
     *this = Tensor();
     return out;
   }
