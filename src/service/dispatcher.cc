@@ -125,6 +125,13 @@ bool Dispatcher::WantsTaskOnNewWorker(const DispatcherState::Job& job) const {
   return job.policy == DYNAMIC && state_.SplitsLeft(job);
 }
 
+bool Dispatcher::HasLiveWorker() const {
+  for (const auto& [addr, w] : state_.workers()) {
+    if (!w.removed) return true;
+  }
+  return false;
+}
+
 Status Dispatcher::CreateTasksForJob(const DispatcherState::Job& job) {
   const int64_t job_id = job.id;
   for (const auto& [addr, w] : state_.workers()) {
@@ -197,8 +204,14 @@ Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req,
                                   " a cross-trainer cache");
     }
   } else {
-    if (StaticSharding(req.sharding_policy()) && state_.workers().empty()) {
+    if (StaticSharding(req.sharding_policy()) && !HasLiveWorker()) {
       return UnavailableError("dispatcher: static sharding needs the workers registered");
+    }
+    // A coordinated job's tasks are fixed at creation: made with no worker it would have
+    // none, ever. Unavailable: the client retries until one registers.
+    if (req.num_consumers() > 0 && !HasLiveWorker()) {
+      return UnavailableError(
+          "dispatcher: coordinated reads (num_consumers > 0) need a registered worker");
     }
     Update u;
     auto* c = u.mutable_create_job();

@@ -86,6 +86,7 @@ class Dispatcher {
   Status CreateTasksForWorker(const std::string& address) REQUIRES(mu_);
   Status CreateTasksForJob(const DispatcherState::Job& job) REQUIRES(mu_);
   bool WantsTaskOnNewWorker(const DispatcherState::Job& job) const REQUIRES(mu_);
+  bool HasLiveWorker() const REQUIRES(mu_);
   int64_t Now() const { return config_.clock(); }
 
   const DispatcherConfig config_;

@@ -178,7 +178,9 @@ std::string SluiceBinary() {
   return self.substr(0, self.rfind('/')) + "/sluice";
 }
 
-pid_t StartWorker(const std::string& dispatcher, const std::string& log) {
+// A `sluice worker` process; its port file is written once it has registered.
+pid_t StartWorker(const std::string& dispatcher, const std::string& log,
+                  const std::string& port_file) {
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -186,33 +188,62 @@ pid_t StartWorker(const std::string& dispatcher, const std::string& log) {
     dup2(fd, 2);
     const std::string bin = SluiceBinary();
     execl(bin.c_str(), bin.c_str(), "worker", "--dispatcher", dispatcher.c_str(),
-          "--cpu-budget", "1", "--heartbeat-ms", "100", nullptr);
+          "--cpu-budget", "1", "--heartbeat-ms", "100", "--port-file", port_file.c_str(),
+          nullptr);
     _exit(127);
   }
   return pid;
 }
 
+// Waits (up to 60 s: a sanitizer build on a loaded machine starts slowly) for a port.
+bool WaitPortFile(const std::string& file) {
+  for (int i = 0; i < 1200; ++i) {
+    std::ifstream f(file);
+    int port = 0;
+    if (f >> port && port > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 TEST(CoordinatedReadsTest, AKilledWorkersRoundsAreSkippedByEveryConsumer) {
-  // A watchdog bounds the test in time.
-  std::atomic<bool> done{false};
-  std::thread watchdog([&] {
-    for (int i = 0; i < 1200 && !done; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!done) {
-      std::fprintf(stderr, "coordinated reads test: over 120 s\n");
-      std::abort();
+  // A watchdog bounds the test in time; the worker processes die with the test,
+  // however it returns.
+  struct Guard {
+    std::vector<pid_t> workers;
+    std::atomic<bool> done{false};
+    std::thread watchdog{[this] {
+      for (int i = 0; i < 1200 && !done; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (!done) {
+        std::fprintf(stderr, "coordinated reads test: over 120 s\n");
+        std::abort();
+      }
+    }};
+    ~Guard() {
+      for (pid_t p : workers) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+      }
+      done = true;
+      watchdog.join();
     }
-  });
+  } guard;
+  std::vector<pid_t>& workers = guard.workers;
   TempDir dir;
   Dataset ds = Sentences(dir);
   DispatcherOptions dopts;
-  dopts.worker_timeout_ms = 1000;
+  // Long enough that a live worker of a sanitizer build on a loaded machine is not lost
+  // before the job is made (its tasks are fixed then); the killed one is lost after it.
+  dopts.worker_timeout_ms = 3000;
   auto d = DispatchServer::Start(dopts);
   ASSERT_TRUE(d.ok());
   const std::string addr = "127.0.0.1:" + std::to_string((*d)->port());
-  std::vector<pid_t> workers;
-  for (int i = 0; i < 3; ++i) workers.push_back(StartWorker(addr, dir.path() + "/w.log"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // they register
+  for (int i = 0; i < 3; ++i) {
+    const std::string pf = dir.path() + "/w" + std::to_string(i) + ".port";
+    workers.push_back(StartWorker(addr, dir.path() + "/w.log", pf));
+    ASSERT_TRUE(WaitPortFile(pf)) << testing::ReadFile(dir.path() + "/w.log");
+  }
   bool killed = false;
   auto consumers =
       ReadCoordinated(ds, (*d)->target(), 2, "killed", [&](int64_t batches) {
@@ -235,12 +266,6 @@ TEST(CoordinatedReadsTest, AKilledWorkersRoundsAreSkippedByEveryConsumer) {
                                 std::back_inserter(differ));
   EXPECT_LE(differ.size(), 3u) << ::testing::PrintToString(a) << " vs "
                                << ::testing::PrintToString(b);
-  for (pid_t p : workers) {
-    kill(p, SIGKILL);
-    waitpid(p, nullptr, 0);
-  }
-  done = true;
-  watchdog.join();
 }
 
 }  // namespace

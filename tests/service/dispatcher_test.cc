@@ -336,6 +336,33 @@ TEST(DispatcherTest, StaticShardingNumbersTheWorkers) {
   EXPECT_EQ(Beat(d.get(), "w0", {1}).new_task(0).sharding_policy(), DATA);
 }
 
+// A coordinated job's tasks are fixed at creation: with no live worker it is refused as
+// Unavailable (the client retries), not made with no task to serve any round.
+TEST(DispatcherTest, CoordinatedJobWaitsForALiveWorker) {
+  TempDir dir;
+  Fixture f(dir.path());
+  auto d = f.Make();
+  const int64_t ds = RegisterDataset(d.get(), Dataset::Range(50));
+  GetOrCreateJobRequest req;
+  req.set_dataset_id(ds);
+  req.set_job_name("c");
+  req.set_sharding_policy(OFF);
+  req.set_num_consumers(2);
+  GetOrCreateJobResponse resp;
+  EXPECT_EQ(d->GetOrCreateJob(req, &resp).code(), StatusCode::kUnavailable);
+  Beat(d.get(), "w0");
+  // A worker that timed out is not live either.
+  f.now += 1000;
+  ASSERT_TRUE(d->Tick().ok());
+  EXPECT_EQ(d->GetOrCreateJob(req, &resp).code(), StatusCode::kUnavailable);
+  Beat(d.get(), "w1");
+  ASSERT_TRUE(d->GetOrCreateJob(req, &resp).ok());
+  auto beat = Beat(d.get(), "w1");
+  ASSERT_EQ(beat.new_task_size(), 1);
+  EXPECT_EQ(beat.new_task(0).num_consumers(), 2);
+  EXPECT_EQ(ClientBeat(d.get(), resp).task_size(), 1);
+}
+
 TEST(DispatcherTest, DynamicNeedsASplittablePipeline) {
   TempDir dir;
   Fixture f(dir.path());
