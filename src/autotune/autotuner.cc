@@ -271,14 +271,28 @@ bool Autotuner::Round() {
   }
   knobs = std::move(resources);
   if (knobs.empty()) return mode_changed;
-  const Model model = Model::Build(stats, knobs, std::max(0.0, consumer_ns_));
+  // An op running inline does its work on its consumer's thread: the model counts it in
+  // that thread's stage (also in a snapshot taken before the op switched), and its
+  // parallelism and buffer stay where they are until it goes async. Moving them changed
+  // nothing but the model's figures: Fashion-MNIST's inline label cast went 1 -> 2 -> 1
+  // every half second, each move cancelling the trial under way.
+  PipelineStats model_stats = stats;
+  for (IteratorStats& n : model_stats.nodes) {
+    for (const KnobState& m : inline_knobs) n.async &= m.prefix != n.prefix;
+  }
+  for (KnobState& k : knobs) {
+    for (const KnobState& m : inline_knobs) {
+      if (m.prefix == k.prefix) k.min = k.max = k.value;
+    }
+  }
+  const Model model = Model::Build(model_stats, knobs, std::max(0.0, consumer_ns_));
   if (!model.ready()) return mode_changed;
   OptimizerLimits limits;
   limits.cpu_budget = runtime_->cpu_budget();
   limits.ram_budget = runtime_->memory().limit();
   std::vector<int64_t> current(knobs.size());
   for (size_t k = 0; k < knobs.size(); ++k) current[k] = knobs[k].value;
-  const std::vector<int64_t> plan = HillClimb(model, Bounded(knobs), current, limits);
+  const std::vector<int64_t> plan = HillClimb(model, Held(Bounded(knobs), model, limits), current, limits);
   bool changed = mode_changed;
   if (plan != current) changed |= Apply(model, knobs, current, plan, limits, measured);
   return Trial(stats, knobs, inline_knobs, model, limits, changed) || changed;
@@ -316,6 +330,8 @@ bool Autotuner::Apply(const Model& model, const std::vector<KnobState>& knobs,
     if (plan[k] == current[k]) continue;
     // By name: under a Repeat the knob's iterator (and id) may be re-made meanwhile.
     if (!runtime_->tunables().Set(knobs[k].prefix, knobs[k].name, plan[k])) continue;
+    moves_[KnobKey(knobs[k])] = {plan[k] > current[k] ? 1 : -1,
+                                 std::chrono::steady_clock::now()};
     changed = true;
     changes_.fetch_add(1, std::memory_order_relaxed);
     SLUICE_LOG(kInfo) << "autotune: " << knobs[k].prefix << " (" << knobs[k].op << ") "
@@ -335,6 +351,31 @@ std::vector<KnobState> Autotuner::Bounded(std::vector<KnobState> knobs) const {
     auto f = floors_.find(key);
     if (f != floors_.end()) k.min = std::max(k.min, std::min(f->second, k.max));
     if (trial_.active && key == trial_.key) k.min = k.max = trial_.Value();
+  }
+  return knobs;
+}
+
+std::vector<KnobState> Autotuner::Held(std::vector<KnobState> knobs, const Model& model,
+                                       const OptimizerLimits& limits) const {
+  // Over a budget (it shrank, or a buffer grew past it) every knob may go down at once.
+  for (const KnobState& k : knobs) {
+    if (k.kind == KnobKind::kParallelism && k.value > limits.cpu_budget) return knobs;
+  }
+  std::vector<int64_t> current(knobs.size());
+  for (size_t k = 0; k < knobs.size(); ++k) current[k] = knobs[k].value;
+  if (limits.ram_budget > 0 &&
+      model.BufferedBytes(current) > static_cast<double>(limits.ram_budget)) {
+    return knobs;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (KnobState& k : knobs) {
+    auto m = moves_.find(KnobKey(k));
+    if (m == moves_.end() || now - m->second.at >= kMoveHold) continue;
+    if (m->second.direction > 0) {
+      k.min = std::max(k.min, std::min(k.value, k.max));
+    } else {
+      k.max = std::min(k.max, std::max(k.value, k.min));
+    }
   }
   return knobs;
 }

@@ -149,6 +149,12 @@ class Autotuner {
   // The knobs as HillClimb must see them: each floored by its trial floor, the knob under
   // trial pinned to its value in the current slice.
   std::vector<KnobState> Bounded(std::vector<KnobState> knobs) const;
+  // `knobs` with each one the model moved in the last kMoveHold kept from going back the
+  // other way (min or max at its value): the model's figures shift with every move (a
+  // buffer dropped 2 -> 1 as "cheaper" was raised 1 -> 2 as "better" the next round),
+  // and each move cancels the trial under way. Not while over a CPU or RAM budget.
+  std::vector<KnobState> Held(std::vector<KnobState> knobs, const Model& model,
+                              const OptimizerLimits& limits) const;
 
   // The state of the fields below (StateBetweenRounds).
   TunedState StateBetweenRounds() const;
@@ -211,6 +217,13 @@ class Autotuner {
   int quiet_rounds_ = 0;  // rounds since a knob last changed
   std::map<std::string, int64_t> floors_;
   std::map<std::string, TrialHistory> trial_history_;
+  // The model's last move of each knob (Held).
+  static constexpr std::chrono::seconds kMoveHold{3};
+  struct Move {
+    int direction = 0;  // +1 up, -1 down
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, Move> moves_;
 };
 
 }  // namespace sluice

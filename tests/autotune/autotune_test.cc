@@ -502,12 +502,16 @@ TEST(Autotune, InlineModeFollowsMeasuredWork) {
 // sees it as the bound, so no knob of the map shows a modelled gain). The snapshot function stands in for the stats plane: each call (one
 // tuning round) advances a synthetic clock by 50 ms, and the root produces elements at a
 // rate that `rate` sets from the knobs' values, as a real pipeline whose gains the model
-// cannot see would. It records each round's knob values.
+// cannot see would. It records each round's knob values. `source_ns` overrides the
+// source's 1 ms; `stale_mode` reports the map async in the stats whatever its mode, as
+// a snapshot taken between the knob's change and the op's switch does.
 class SyntheticPipeline {
  public:
   SyntheticPipeline(Runtime* runtime, std::function<double(int64_t p, int64_t inline_mode)> rate,
-                    int64_t map_ns, bool start_inline)
-      : runtime_(runtime), rate_(std::move(rate)), map_ns_(map_ns) {
+                    int64_t map_ns, bool start_inline, int64_t source_ns = 1000000,
+                    bool stale_mode = false)
+      : runtime_(runtime), rate_(std::move(rate)), map_ns_(map_ns), source_ns_(source_ns),
+        stale_mode_(stale_mode) {
     int64_t p = 1, mode = start_inline ? 1 : 0;
     par_ = runtime->tunables().Register({"Root/ParallelMap[0]", "parallelism",
                                          KnobKind::kParallelism, 1, 2,
@@ -544,8 +548,8 @@ class SyntheticPipeline {
       s.nodes.push_back(x);
     };
     node("Prefetch", "Root", -1, true, 100);
-    node("ParallelMap", "Root/ParallelMap[0]", 0, mode == 0, map_ns_);
-    node("Range", "Root/ParallelMap[0]/Range[0]", 1, false, 1000000);
+    node("ParallelMap", "Root/ParallelMap[0]", 0, mode == 0 || stale_mode_, map_ns_);
+    node("Range", "Root/ParallelMap[0]/Range[0]", 1, false, source_ns_);
     return s;
   }
   // The knob values of every round so far.
@@ -557,7 +561,8 @@ class SyntheticPipeline {
  private:
   Runtime* runtime_;
   std::function<double(int64_t, int64_t)> rate_;
-  const int64_t map_ns_;
+  const int64_t map_ns_, source_ns_;
+  const bool stale_mode_;
   std::atomic<int64_t> p_{1}, inline_{1};
   TunableRegistry::Registration par_, mode_;
   Mutex mu_;
@@ -570,11 +575,12 @@ class SyntheticPipeline {
 // slow down from 50 ms to 1 s once nothing changes).
 std::vector<std::pair<int64_t, int64_t>> TuneSynthetic(
     std::function<double(int64_t, int64_t)> rate, size_t rounds, int64_t map_ns,
-    bool start_inline) {
+    bool start_inline, int64_t source_ns = 1000000, bool stale_mode = false) {
   Options o;
   o.autotune.cpu_budget = 2;
   Runtime runtime(o);
-  SyntheticPipeline pipeline(&runtime, std::move(rate), map_ns, start_inline);
+  SyntheticPipeline pipeline(&runtime, std::move(rate), map_ns, start_inline, source_ns,
+                             stale_mode);
   auto tuner = Autotuner::Start(&runtime, [&] { return pipeline.Snapshot(); });
   EXPECT_NE(tuner, nullptr);
   const auto deadline = steady_clock::now() + std::chrono::seconds(60);
@@ -634,6 +640,25 @@ TEST(AutotuneTrials, KeepAnOpAsyncWhenItPays) {
   for (size_t r = h.size() - 20; r < h.size(); ++r) {
     EXPECT_EQ(h[r].second, 0) << "round " << r << ": back inline";
   }
+}
+
+// A map of 4 us per element (under a handoff: the CPU rule keeps it inline) over a
+// source of 100 ns, in stats that call it async: the model would halve its period with a
+// second call, but an inline op's parallelism does nothing, and the tuner leaves it where
+// it is while the op runs inline (it went 1 -> 2 -> 1 every half second on a real
+// pipeline, each move cancelling the trial under way).
+TEST(AutotuneTrials, AnInlineOpsParallelismStaysPut) {
+  const auto h = TuneSynthetic([](int64_t, int64_t) { return 1000.0; }, 60, 4000,
+                               /*start_inline=*/true, /*source_ns=*/100,
+                               /*stale_mode=*/true);
+  ASSERT_GE(h.size(), 60u);
+  int inline_rounds = 0;
+  for (size_t r = 1; r < h.size(); ++r) {
+    if (h[r - 1].second != 1 || h[r].second != 1) continue;
+    ++inline_rounds;
+    EXPECT_EQ(h[r].first, h[r - 1].first) << "round " << r << ": moved while inline";
+  }
+  EXPECT_GE(inline_rounds, 20);
 }
 
 // A map that works 20 us and waits 600 us per element (a read from a remote store)
