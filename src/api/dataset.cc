@@ -572,13 +572,14 @@ Result<std::shared_ptr<SplitProvider>> Dataset::MakeSplitProvider() const {
 Iterator::Iterator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   impl_->calls = std::make_unique<IteratorCalls>();
   if (impl_->runtime->options().autotune) {
-    std::map<std::string, int64_t> floors;
+    TunedState carried;
     if (impl_->tuned != nullptr) {
       std::lock_guard<std::mutex> l(impl_->tuned->tuned_mu);
-      floors = impl_->tuned->tuned.floors;
+      carried.floors = impl_->tuned->tuned.floors;
+      carried.trials = impl_->tuned->tuned.trials;
     }
-    impl_->autotuner = Autotuner::Start(impl_->runtime.get(), [this] { return Snapshot(); },
-                                        std::move(floors));
+    impl_->autotuner =
+        Autotuner::Start(impl_->runtime.get(), [this] { return Snapshot(); }, carried);
   }
 }
 

@@ -70,10 +70,12 @@ bool AsyncBelow(const StatsDelta& delta, size_t i, const std::vector<bool>& runn
 
 std::unique_ptr<Autotuner> Autotuner::Start(Runtime* runtime,
                                             std::function<PipelineStats()> snapshot,
-                                            std::map<std::string, int64_t> floors) {
+                                            const TunedState& carried) {
   if (runtime == nullptr || !runtime->autotune()) return nullptr;
   std::unique_ptr<Autotuner> t(new Autotuner(runtime, std::move(snapshot)));
-  t->floors_ = std::move(floors);  // before the thread starts (it owns them then)
+  // Before the thread starts (it owns them then).
+  t->floors_ = carried.floors;
+  t->trial_history_ = carried.trials;
   Autotuner* self = t.get();
   auto start = [self] {
     MutexLock l(&self->mu_);
@@ -115,7 +117,17 @@ Autotuner::TunedState Autotuner::StateBetweenRounds() const {
   state.values = runtime_->tunables().Remembered();
   // Steps not yet judged count at their value before: a trial's knob at its A value, an
   // op probed inline (see Round) as async.
-  if (trial_.active) state.values[{trial_.prefix, trial_.name}] = trial_.from;
+  state.trials = trial_history_;
+  if (trial_.active) {
+    state.values[{trial_.prefix, trial_.name}] = trial_.from;
+    // A trial the iterator's end cut short counts as one that gained nothing: the next
+    // iterator waits its back-off instead of starting it over (epochs shorter than a
+    // trial restarted the same one every epoch, and never finished it).
+    TrialBackoff& h = state.trials[trial_.key];
+    h.backoff = std::min<std::chrono::seconds>(
+        h.backoff.count() == 0 ? kTrialBackoff : h.backoff * 2, kMaxTrialBackoff);
+    h.next = std::chrono::steady_clock::now() + h.backoff;
+  }
   for (const auto& [prefix, probe] : probes_) {
     if (probe.probing) state.values[{prefix, "inline"}] = 0;
   }
@@ -207,18 +219,22 @@ bool Autotuner::Round() {
   // handoffs) is probed inline for a round; a probe that measures more than a handoff
   // goes back async and the next probe of that op waits twice as long. The model sees
   // only resources.
+  // An op under a mode trial counts at its A value: its B slices are a measurement,
+  // and a root prefetch that went async because a map below was tried async stayed so.
   std::vector<bool> running_async(delta.nodes.size(), false);
   for (size_t i = 0; i < delta.nodes.size(); ++i) {
     running_async[i] = delta.nodes[i].async;
     for (const KnobState& k : knobs) {
-      if (k.kind == KnobKind::kMode && k.name == "inline" && k.value != 0 &&
-          k.prefix == delta.nodes[i].prefix) {
-        running_async[i] = false;
+      if (k.kind != KnobKind::kMode || k.name != "inline" ||
+          k.prefix != delta.nodes[i].prefix) {
+        continue;
       }
+      const bool tried = trial_.active && trial_.prefix == k.prefix && trial_.name == k.name;
+      if ((tried ? trial_.from : k.value) != 0) running_async[i] = false;
     }
   }
   bool mode_changed = false;
-  std::vector<KnobState> resources, inline_knobs;
+  std::vector<KnobState> resources, inline_knobs, async_roots;
   for (const KnobState& k : knobs) {
     if (k.kind != KnobKind::kMode) {
       resources.push_back(k);
@@ -226,9 +242,12 @@ bool Autotuner::Round() {
     }
     if (k.name == "inline" && k.value != 0) inline_knobs.push_back(k);
     if (k.name != "inline") continue;
-    // A trial of this mode owns it until it ends; one that kept it async keeps it so.
+    // A trial of this mode owns it until it ends; one that kept it async keeps it so,
+    // and one that kept a root prefetch inline over an async input (below) keeps that.
     if (trial_.active && k.prefix == trial_.prefix && k.name == trial_.name) continue;
-    const bool kept_async = floors_.count(KnobKey(k)) > 0;
+    const auto floor = floors_.find(KnobKey(k));
+    const bool kept_async = floor != floors_.end() && floor->second == 0;
+    const bool kept_inline = floor != floors_.end() && floor->second != 0;
     for (size_t i = 0; i < delta.nodes.size(); ++i) {
       if (delta.nodes[i].prefix != k.prefix) continue;
       const bool prefetch = k.op == "Prefetch";
@@ -236,8 +255,14 @@ bool Autotuner::Round() {
       if (work < 0) break;
       // Over an input already running async (its workers on the pool), a root prefetch
       // is a second buffer between those workers and the consumer's scheduling: the
-      // work rule alone decides it (see async_payoff.h).
-      const bool root_prefetch = prefetch && i == 0 && !AsyncBelow(delta, i, running_async);
+      // work rule alone decides it (see async_payoff.h), and a trial (Trial, "modes")
+      // measures whether inline is faster after all: the rule counts the pool's CPU as
+      // work, and a Python loop over bucketed text ran at 0.5-0.6x with that prefetch
+      // async, its consumer asleep and woken for every batch.
+      const bool over_async = prefetch && i == 0 && AsyncBelow(delta, i, running_async);
+      const bool root_prefetch = prefetch && i == 0 && !over_async;
+      if (over_async && k.value == 0 && !kept_async) async_roots.push_back(k);
+      if (over_async && kept_inline) break;
       if (root_prefetch && consumer_ns_ < 0) break;  // not measured yet
       const double gain = root_prefetch ? RootAsyncGainNs(work, consumer_ns_) : work;
       SLUICE_LOG(kDebug) << "autotune: " << k.prefix << " inline " << k.value << ", work "
@@ -295,7 +320,7 @@ bool Autotuner::Round() {
   const std::vector<int64_t> plan = HillClimb(model, Held(Bounded(knobs), model, limits), current, limits);
   bool changed = mode_changed;
   if (plan != current) changed |= Apply(model, knobs, current, plan, limits, measured);
-  return Trial(stats, knobs, inline_knobs, model, limits, changed) || changed;
+  return Trial(stats, knobs, inline_knobs, async_roots, model, limits, changed) || changed;
 }
 
 bool Autotuner::Apply(const Model& model, const std::vector<KnobState>& knobs,
@@ -395,7 +420,8 @@ void Autotuner::StartSlice(int slice, std::chrono::steady_clock::time_point now)
 }
 
 bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& knobs,
-                      const std::vector<KnobState>& inline_knobs, const Model& model,
+                      const std::vector<KnobState>& inline_knobs,
+                      const std::vector<KnobState>& async_roots, const Model& model,
                       const OptimizerLimits& limits, bool changed) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point now = Clock::now();
@@ -524,6 +550,15 @@ bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& 
     const std::tuple<int, double, double> rank = {1, -work, 0};
     if ((best < 0 && mode == nullptr) || rank < best_rank) {
       best = -1, mode = &m, best_rank = rank, best_to = 0;
+    }
+  }
+  // And a root prefetch running async over an async input, tried inline (Round).
+  for (const KnobState& m : async_roots) {
+    auto h = trial_history_.find(KnobKey(m));
+    if (h != trial_history_.end() && now < h->second.next) continue;
+    const std::tuple<int, double, double> rank = {1, 0, 0};
+    if ((best < 0 && mode == nullptr) || rank < best_rank) {
+      best = -1, mode = &m, best_rank = rank, best_to = 1;
     }
   }
   if (best < 0 && mode == nullptr) return false;

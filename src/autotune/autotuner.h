@@ -28,13 +28,16 @@
 // than the model predicts. A map that waits (a remote read) shows little CPU at all. So
 // once the knobs have been still for kStableRounds rounds, the tuner measures a step the
 // model did not take: one knob one step up (parallelism +1, the op doing the most work
-// first; then an op running inline, tried async; then a buffer doubled), only within the
-// budgets, never a parallelism step for an op running inline. It compares the root's rate in four slices, A B B A (A: the current value, B: the step),
+// first; then an op running inline, tried async, or a root prefetch running async over
+// an async input, tried inline; then a buffer doubled), only within the budgets, never a
+// parallelism step for an op running inline. It compares the root's rate in four
+// slices, A B B A (A: the current value, B: the step),
 // each at least kTrialSlice and kSliceElements root elements, measured kTrialSettle after
 // a switch; the symmetric order cancels a drift of the machine's load. The step is kept
 // when the B slices' rate beats the A slices' by kTrialGain: the knob's value becomes a
 // floor the model's plans start from (floors are by prefix and name, so they survive
-// Restore and repeat like the values; a mode kept async is never probed inline again).
+// Restore and repeat like the values; a mode kept async is never probed inline again,
+// and a root prefetch kept inline stays inline while its input runs async).
 // Otherwise the knob goes back and that knob's next
 // trial waits twice as long (kTrialBackoff up to kMaxTrialBackoff). A model change or a
 // mode change during a trial cancels it (the knob goes back, no back-off): the slices
@@ -108,10 +111,11 @@ class Autotuner {
   // Starts tuning the knobs of `runtime`'s pipeline; `snapshot` reads the live stats tree
   // (it must stay callable until the Autotuner is destroyed). Null when the runtime does
   // not tune.
-  // `floors`: trial floors by "prefix/name" to start from (Carry-over).
+  // `carried`: the trial floors and back-offs to start from (Carry-over; its values are
+  // preloaded into the registry by the caller).
   static std::unique_ptr<Autotuner> Start(Runtime* runtime,
                                           std::function<PipelineStats()> snapshot,
-                                          std::map<std::string, int64_t> floors = {});
+                                          const TunedState& carried = {});
   ~Autotuner();
 
   // What tuning ended with (Carry-over; runtime/tunable.h).
@@ -139,10 +143,13 @@ class Autotuner {
              const std::vector<int64_t>& current, const std::vector<int64_t>& plan,
              const OptimizerLimits& limits, double measured);
   // Step 6: the trial state machine, given this round's stats, the resource knobs and
-  // their model, and whether the model or a mode changed a knob this round. True while
-  // a trial is under way or when it changed a knob.
+  // their model, the ops running inline (candidates to try async), the root prefetches
+  // running async over an async input (candidates to try inline), and whether the model
+  // or a mode changed a knob this round. True while a trial is under way or when it
+  // changed a knob.
   bool Trial(const PipelineStats& stats, const std::vector<KnobState>& knobs,
-             const std::vector<KnobState>& inline_knobs, const Model& model,
+             const std::vector<KnobState>& inline_knobs,
+             const std::vector<KnobState>& async_roots, const Model& model,
              const OptimizerLimits& limits, bool changed);
   // Starts slice `slice` of the trial (0..3: A B B A), setting the knob when it changes.
   void StartSlice(int slice, std::chrono::steady_clock::time_point now);
@@ -209,10 +216,7 @@ class Autotuner {
     int64_t elements[2] = {0, 0};  // root elements produced in them
     int64_t Value() const { return slice == 1 || slice == 2 ? to : from; }
   };
-  struct TrialHistory {
-    std::chrono::steady_clock::time_point next;  // no trial of this knob before
-    std::chrono::seconds backoff{0};
-  };
+  using TrialHistory = TrialBackoff;  // next: no trial of this knob before
   TrialState trial_;
   int quiet_rounds_ = 0;  // rounds since a knob last changed
   std::map<std::string, int64_t> floors_;

@@ -30,6 +30,7 @@
 #ifndef SLUICE_RUNTIME_TUNABLE_H_
 #define SLUICE_RUNTIME_TUNABLE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -158,16 +159,25 @@ class TunableRegistry {
   std::function<void()> listener_ GUARDED_BY(mu_);
 };
 
+// When the autotuner may next try a step of one knob, and how long it waited last.
+struct TrialBackoff {
+  std::chrono::steady_clock::time_point next;
+  std::chrono::seconds backoff{0};
+};
+
 // What an iterator's tuning ended with, handed to the next iterator of its dataset
-// (autotune/autotuner.h, "Carry-over"): knob values and the autotuner's trial floors.
+// (autotune/autotuner.h, "Carry-over"): knob values, the autotuner's trial floors and its
+// trial back-offs.
 struct TunedState {
   TunableRegistry::Values values;         // (prefix, name) -> value
   std::map<std::string, int64_t> floors;  // "prefix/name" -> trial floor
+  std::map<std::string, TrialBackoff> trials;  // "prefix/name" -> its next trial
   // Adds `o`'s entries, replacing those of the same key (an iterator that tuned nothing
   // does not wipe what an earlier one tuned).
   void Merge(const TunedState& o) {
     for (const auto& [key, value] : o.values) values[key] = value;
     for (const auto& [key, value] : o.floors) floors[key] = value;
+    for (const auto& [key, value] : o.trials) trials[key] = value;
   }
 };
 

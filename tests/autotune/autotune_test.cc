@@ -504,14 +504,24 @@ TEST(Autotune, InlineModeFollowsMeasuredWork) {
 // rate that `rate` sets from the knobs' values, as a real pipeline whose gains the model
 // cannot see would. It records each round's knob values. `source_ns` overrides the
 // source's 1 ms; `stale_mode` reports the map async in the stats whatever its mode, as
-// a snapshot taken between the knob's change and the op's switch does.
+// a snapshot taken between the knob's change and the op's switch does. With
+// `root_gain` > 0 the root Prefetch has an "inline" knob too (starting async), and the
+// rate is multiplied by root_gain while it runs inline.
 class SyntheticPipeline {
  public:
   SyntheticPipeline(Runtime* runtime, std::function<double(int64_t p, int64_t inline_mode)> rate,
                     int64_t map_ns, bool start_inline, int64_t source_ns = 1000000,
-                    bool stale_mode = false)
+                    bool stale_mode = false, double root_gain = 0)
       : runtime_(runtime), rate_(std::move(rate)), map_ns_(map_ns), source_ns_(source_ns),
-        stale_mode_(stale_mode) {
+        stale_mode_(stale_mode), root_gain_(root_gain) {
+    if (root_gain > 0) {
+      int64_t root = 0;
+      root_ = runtime->tunables().Register({"Root", "inline", KnobKind::kMode, 0, 1,
+                                            [this](int64_t v) { root_inline_.store(v); },
+                                            {}, "Prefetch"},
+                                           &root);
+      root_inline_.store(root);
+    }
     int64_t p = 1, mode = start_inline ? 1 : 0;
     par_ = runtime->tunables().Register({"Root/ParallelMap[0]", "parallelism",
                                          KnobKind::kParallelism, 1, 2,
@@ -526,10 +536,11 @@ class SyntheticPipeline {
   }
   PipelineStats Snapshot() {
     MutexLock l(&mu_);
-    const int64_t p = p_.load(), mode = inline_.load();
+    const int64_t p = p_.load(), mode = inline_.load(), root = root_inline_.load();
     history_.push_back({p, mode});
+    root_history_.push_back(root);
     t_ += 50'000'000;
-    elements_ += rate_(p, mode) * 0.05;
+    elements_ += rate_(p, mode) * (root != 0 ? root_gain_ : 1.0) * 0.05;
     const auto n = static_cast<int64_t>(elements_);
     PipelineStats s;
     s.uptime_ns = t_;
@@ -547,7 +558,7 @@ class SyntheticPipeline {
       x.buffer_limit = async ? 2 : 0;
       s.nodes.push_back(x);
     };
-    node("Prefetch", "Root", -1, true, 100);
+    node("Prefetch", "Root", -1, root == 0, 100);
     node("ParallelMap", "Root/ParallelMap[0]", 0, mode == 0 || stale_mode_, map_ns_);
     node("Range", "Root/ParallelMap[0]/Range[0]", 1, false, source_ns_);
     return s;
@@ -557,18 +568,24 @@ class SyntheticPipeline {
     MutexLock l(&mu_);
     return history_;
   }
+  std::vector<int64_t> RootHistory() {
+    MutexLock l(&mu_);
+    return root_history_;
+  }
 
  private:
   Runtime* runtime_;
   std::function<double(int64_t, int64_t)> rate_;
   const int64_t map_ns_, source_ns_;
   const bool stale_mode_;
-  std::atomic<int64_t> p_{1}, inline_{1};
-  TunableRegistry::Registration par_, mode_;
+  const double root_gain_;
+  std::atomic<int64_t> p_{1}, inline_{1}, root_inline_{0};
+  TunableRegistry::Registration par_, mode_, root_;
   Mutex mu_;
   int64_t t_ GUARDED_BY(mu_) = 0;
   double elements_ GUARDED_BY(mu_) = 0;
   std::vector<std::pair<int64_t, int64_t>> history_ GUARDED_BY(mu_);
+  std::vector<int64_t> root_history_ GUARDED_BY(mu_);
 };
 
 // Runs the tuner over a SyntheticPipeline for `rounds` rounds (bounded by 60 s; rounds
@@ -659,6 +676,71 @@ TEST(AutotuneTrials, AnInlineOpsParallelismStaysPut) {
     EXPECT_EQ(h[r].first, h[r - 1].first) << "round " << r << ": moved while inline";
   }
   EXPECT_GE(inline_rounds, 20);
+}
+
+// A root prefetch over an async map (20 us per element): the work rule makes it async
+// (it counts the map's workers' CPU), but inline runs 50% faster here (a consumer woken
+// for every element costs more than the rule's handoff). A trial finds that and keeps
+// it inline, and the rule does not take it back while the map below runs async.
+TEST(AutotuneTrials, ARootPrefetchOverAnAsyncInputIsTriedInline) {
+  Options o;
+  o.autotune.cpu_budget = 2;
+  Runtime runtime(o);
+  SyntheticPipeline pipeline(
+      &runtime, [](int64_t, int64_t) { return 1000.0; }, 20000, /*start_inline=*/false,
+      /*source_ns=*/1000000, /*stale_mode=*/false, /*root_gain=*/1.5);
+  auto tuner = Autotuner::Start(&runtime, [&] { return pipeline.Snapshot(); });
+  ASSERT_NE(tuner, nullptr);
+  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+  while (pipeline.RootHistory().size() < 60 && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const Autotuner::TunedState state = tuner->Stop();
+  const auto root = pipeline.RootHistory();
+  ASSERT_GE(root.size(), 60u);
+  for (size_t r = root.size() - 15; r < root.size(); ++r) {
+    EXPECT_EQ(root[r], 1) << "round " << r << ": the root went back async";
+  }
+  EXPECT_EQ(state.floors.count("Root/inline"), 1u);
+}
+
+// A trial cut short by the end of its iterator (an epoch shorter than a trial) counts
+// as one that gained nothing: the next iterator of the dataset waits the back-off
+// (kTrialBackoff, 2 s) before trying that step again, instead of starting it over.
+TEST(AutotuneTrials, ACutTrialsBackOffIsCarriedToTheNextIterator) {
+  Options o;
+  o.autotune.cpu_budget = 2;
+  Autotuner::TunedState carried;
+  {
+    Runtime runtime(o);
+    SyntheticPipeline pipeline(&runtime, [](int64_t, int64_t) { return 1000.0; }, 20000,
+                               /*start_inline=*/false);
+    auto tuner = Autotuner::Start(&runtime, [&] { return pipeline.Snapshot(); });
+    ASSERT_NE(tuner, nullptr);
+    const auto deadline = steady_clock::now() + std::chrono::seconds(30);
+    bool tried = false;
+    while (!tried && steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (const auto& [p, mode] : pipeline.History()) tried |= p == 2;
+    }
+    ASSERT_TRUE(tried) << "no trial of parallelism 2";
+    carried = tuner->Stop();  // mid-trial
+  }
+  ASSERT_EQ(carried.trials.count("Root/ParallelMap[0]/parallelism"), 1u);
+  EXPECT_GT(carried.trials["Root/ParallelMap[0]/parallelism"].next, steady_clock::now());
+  EXPECT_EQ((carried.values[{"Root/ParallelMap[0]", "parallelism"}]), 1);
+  Runtime runtime(o);
+  SyntheticPipeline pipeline(&runtime, [](int64_t, int64_t) { return 1000.0; }, 20000,
+                             /*start_inline=*/false);
+  const auto start = steady_clock::now();
+  auto tuner = Autotuner::Start(&runtime, [&] { return pipeline.Snapshot(); }, carried);
+  ASSERT_NE(tuner, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  tuner.reset();
+  ASSERT_LT(steady_clock::now() - start, std::chrono::seconds(2)) << "too slow to tell";
+  const auto h = pipeline.History();
+  ASSERT_GE(h.size(), 10u);
+  for (size_t r = 0; r < h.size(); ++r) EXPECT_EQ(h[r].first, 1) << "round " << r;
 }
 
 // A map that works 20 us and waits 600 us per element (a read from a remote store)
