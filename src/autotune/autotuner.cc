@@ -317,7 +317,8 @@ bool Autotuner::Round() {
   limits.ram_budget = runtime_->memory().limit();
   std::vector<int64_t> current(knobs.size());
   for (size_t k = 0; k < knobs.size(); ++k) current[k] = knobs[k].value;
-  const std::vector<int64_t> plan = HillClimb(model, Held(Bounded(knobs), model, limits), current, limits);
+  const std::vector<int64_t> plan =
+      HillClimb(model, Held(Bounded(knobs), model, limits), current, limits);
   bool changed = mode_changed;
   if (plan != current) changed |= Apply(model, knobs, current, plan, limits, measured);
   return Trial(stats, knobs, inline_knobs, async_roots, model, limits, changed) || changed;
