@@ -68,6 +68,13 @@ bool AsyncBelow(const StatsDelta& delta, size_t i, const std::vector<bool>& runn
 
 }  // namespace
 
+TrialBackoff Autotuner::Failed(TrialBackoff h, std::chrono::steady_clock::time_point now) {
+  h.backoff = std::min<std::chrono::seconds>(
+      h.backoff.count() == 0 ? kTrialBackoff : h.backoff * 2, kMaxTrialBackoff);
+  h.next = now + h.backoff;
+  return h;
+}
+
 std::unique_ptr<Autotuner> Autotuner::Start(Runtime* runtime,
                                             std::function<PipelineStats()> snapshot,
                                             const TunedState& carried) {
@@ -124,9 +131,7 @@ Autotuner::TunedState Autotuner::StateBetweenRounds() const {
     // iterator waits its back-off instead of starting it over (epochs shorter than a
     // trial restarted the same one every epoch, and never finished it).
     TrialBackoff& h = state.trials[trial_.key];
-    h.backoff = std::min<std::chrono::seconds>(
-        h.backoff.count() == 0 ? kTrialBackoff : h.backoff * 2, kMaxTrialBackoff);
-    h.next = std::chrono::steady_clock::now() + h.backoff;
+    h = Failed(h, std::chrono::steady_clock::now());
   }
   for (const auto& [prefix, probe] : probes_) {
     if (probe.probing) state.values[{prefix, "inline"}] = 0;
@@ -296,21 +301,17 @@ bool Autotuner::Round() {
   }
   knobs = std::move(resources);
   if (knobs.empty()) return mode_changed;
-  // An op running inline does its work on its consumer's thread: the model counts it in
-  // that thread's stage (also in a snapshot taken before the op switched), and its
-  // parallelism and buffer stay where they are until it goes async. Moving them changed
-  // nothing but the model's figures: Fashion-MNIST's inline label cast went 1 -> 2 -> 1
-  // every half second, each move cancelling the trial under way.
-  PipelineStats model_stats = stats;
-  for (IteratorStats& n : model_stats.nodes) {
-    for (const KnobState& m : inline_knobs) n.async &= m.prefix != n.prefix;
-  }
+  // An op running inline does its work on its consumer's thread: its parallelism and
+  // buffer stay where they are until it goes async. Moving them changed nothing but the
+  // model's figures (from a snapshot taken before the op switched, the model still
+  // counts it async): Fashion-MNIST's inline label cast went 1 -> 2 -> 1 every half
+  // second, each move cancelling the trial under way.
   for (KnobState& k : knobs) {
     for (const KnobState& m : inline_knobs) {
       if (m.prefix == k.prefix) k.min = k.max = k.value;
     }
   }
-  const Model model = Model::Build(model_stats, knobs, std::max(0.0, consumer_ns_));
+  const Model model = Model::Build(stats, knobs, std::max(0.0, consumer_ns_));
   if (!model.ready()) return mode_changed;
   OptimizerLimits limits;
   limits.cpu_budget = runtime_->cpu_budget();
@@ -318,7 +319,7 @@ bool Autotuner::Round() {
   std::vector<int64_t> current(knobs.size());
   for (size_t k = 0; k < knobs.size(); ++k) current[k] = knobs[k].value;
   const std::vector<int64_t> plan =
-      HillClimb(model, Held(Bounded(knobs), model, limits), current, limits);
+      HillClimb(model, Held(Bounded(knobs), current, model, limits), current, limits);
   bool changed = mode_changed;
   if (plan != current) changed |= Apply(model, knobs, current, plan, limits, measured);
   return Trial(stats, knobs, inline_knobs, async_roots, model, limits, changed) || changed;
@@ -381,14 +382,14 @@ std::vector<KnobState> Autotuner::Bounded(std::vector<KnobState> knobs) const {
   return knobs;
 }
 
-std::vector<KnobState> Autotuner::Held(std::vector<KnobState> knobs, const Model& model,
+std::vector<KnobState> Autotuner::Held(std::vector<KnobState> knobs,
+                                       const std::vector<int64_t>& current,
+                                       const Model& model,
                                        const OptimizerLimits& limits) const {
   // Over a budget (it shrank, or a buffer grew past it) every knob may go down at once.
   for (const KnobState& k : knobs) {
     if (k.kind == KnobKind::kParallelism && k.value > limits.cpu_budget) return knobs;
   }
-  std::vector<int64_t> current(knobs.size());
-  for (size_t k = 0; k < knobs.size(); ++k) current[k] = knobs[k].value;
   if (limits.ram_budget > 0 &&
       model.BufferedBytes(current) > static_cast<double>(limits.ram_budget)) {
     return knobs;
@@ -486,9 +487,7 @@ bool Autotuner::Trial(const PipelineStats& stats, const std::vector<KnobState>& 
       trial_.from = trial_.to;  // end_trial leaves it there
       h = TrialHistory{now, std::chrono::seconds(0)};
     } else {
-      h.backoff = std::min<std::chrono::seconds>(
-          h.backoff.count() == 0 ? kTrialBackoff : h.backoff * 2, kMaxTrialBackoff);
-      h.next = now + h.backoff;
+      h = Failed(h, now);
     }
     end_trial();
     quiet_rounds_ = kStableRounds;  // the next trial may start at the next round

@@ -160,7 +160,8 @@ class Autotuner {
   // other way (min or max at its value): the model's figures shift with every move (a
   // buffer dropped 2 -> 1 as "cheaper" was raised 1 -> 2 as "better" the next round),
   // and each move cancels the trial under way. Not while over a CPU or RAM budget.
-  std::vector<KnobState> Held(std::vector<KnobState> knobs, const Model& model,
+  std::vector<KnobState> Held(std::vector<KnobState> knobs,
+                              const std::vector<int64_t>& current, const Model& model,
                               const OptimizerLimits& limits) const;
 
   // The state of the fields below (StateBetweenRounds).
@@ -217,6 +218,9 @@ class Autotuner {
     int64_t Value() const { return slice == 1 || slice == 2 ? to : from; }
   };
   using TrialHistory = TrialBackoff;  // next: no trial of this knob before
+  // `h` after a trial that gained nothing (reverted, or cut short by the iterator's end):
+  // the back-off doubles, from kTrialBackoff up to kMaxTrialBackoff.
+  static TrialBackoff Failed(TrialBackoff h, std::chrono::steady_clock::time_point now);
   TrialState trial_;
   int quiet_rounds_ = 0;  // rounds since a knob last changed
   std::map<std::string, int64_t> floors_;

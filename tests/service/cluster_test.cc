@@ -24,14 +24,8 @@
 namespace sluice::service {
 namespace {
 
+using testing::SluiceBinary;
 using testing::TempDir;
-
-std::string SluiceBinary() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string self(buf, n > 0 ? n : 0);
-  return self.substr(0, self.rfind('/')) + "/sluice";
-}
 
 bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
 

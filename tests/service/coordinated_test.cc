@@ -23,6 +23,7 @@
 namespace sluice::service {
 namespace {
 
+using testing::SluiceBinary;
 using testing::TempDir;
 
 // 300 sentences of 1..23 tokens ("t1 t2 ..."), tokenized and bucketed by length into
@@ -171,13 +172,6 @@ TEST(CoordinatedReadsTest, ArgumentsAreChecked) {
             StatusCode::kInvalidArgument);
 }
 
-std::string SluiceBinary() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string self(buf, n > 0 ? n : 0);
-  return self.substr(0, self.rfind('/')) + "/sluice";
-}
-
 // A `sluice worker` process; its port file is written once it has registered.
 pid_t StartWorker(const std::string& dispatcher, const std::string& log,
                   const std::string& port_file) {
@@ -193,17 +187,6 @@ pid_t StartWorker(const std::string& dispatcher, const std::string& log,
     _exit(127);
   }
   return pid;
-}
-
-// Waits (up to 60 s: a sanitizer build on a loaded machine starts slowly) for a port.
-bool WaitPortFile(const std::string& file) {
-  for (int i = 0; i < 1200; ++i) {
-    std::ifstream f(file);
-    int port = 0;
-    if (f >> port && port > 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
 }
 
 TEST(CoordinatedReadsTest, AKilledWorkersRoundsAreSkippedByEveryConsumer) {
@@ -242,7 +225,9 @@ TEST(CoordinatedReadsTest, AKilledWorkersRoundsAreSkippedByEveryConsumer) {
   for (int i = 0; i < 3; ++i) {
     const std::string pf = dir.path() + "/w" + std::to_string(i) + ".port";
     workers.push_back(StartWorker(addr, dir.path() + "/w.log", pf));
-    ASSERT_TRUE(WaitPortFile(pf)) << testing::ReadFile(dir.path() + "/w.log");
+    // Up to 60 s: a sanitizer build on a loaded machine starts slowly.
+    ASSERT_GT(testing::WaitForPortFile(pf, 60000), 0)
+        << testing::ReadFile(dir.path() + "/w.log");
   }
   bool killed = false;
   auto consumers =

@@ -21,14 +21,8 @@
 namespace sluice::service {
 namespace {
 
+using testing::SluiceBinary;
 using testing::TempDir;
-
-std::string SluiceBinary() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string self(buf, n > 0 ? n : 0);
-  return self.substr(0, self.rfind('/')) + "/sluice";
-}
 
 // A child process killed (SIGKILL) at destruction.
 class Proc {
@@ -59,15 +53,7 @@ class Proc {
   pid_t pid_ = -1;
 };
 
-int WaitPort(const std::string& file) {
-  for (int i = 0; i < 400; ++i) {
-    std::ifstream f(file);
-    int port = 0;
-    if (f >> port && port > 0) return port;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
-}
+int WaitPort(const std::string& file) { return testing::WaitForPortFile(file, 20000); }
 
 // Kills the test process if a test runs past its bound.
 class Watchdog {

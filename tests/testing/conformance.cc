@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "api/dataset_internal.h"
 
@@ -227,6 +229,23 @@ std::string ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+std::string SluiceBinary() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  std::string self(buf, n > 0 ? n : 0);
+  return self.substr(0, self.rfind('/')) + "/sluice";
+}
+
+int WaitForPortFile(const std::string& file, int64_t timeout_ms) {
+  for (int64_t waited = 0;; waited += 50) {
+    std::ifstream f(file);
+    int port = 0;
+    if (f >> port && port > 0) return port;
+    if (waited >= timeout_ms) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 std::string SourceDir() {

@@ -64,6 +64,11 @@ class TempDir {
 // Writes `contents` to `path` (fails the test on error).
 void WriteFile(const std::string& path, const std::string& contents);
 std::string ReadFile(const std::string& path);
+// The `sluice` CLI built beside the running test binary.
+std::string SluiceBinary();
+// Waits up to `timeout_ms` for `file` to hold a port number (what `sluice dispatcher` and
+// `sluice worker` write with --port-file once serving); the port, or 0 at the timeout.
+int WaitForPortFile(const std::string& file, int64_t timeout_ms);
 // The repository root (SLUICE_SOURCE_DIR, set by CTest), for test data.
 std::string SourceDir();
 
