@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "core/cpu.h"
 #include "core/sanitizers.h"
 
 namespace sluice::small_blocks {
@@ -94,8 +95,13 @@ void* Take(int c) {
     if (n == 0) n = Pool::Get().Take(c, local->blocks[c]);
     if (n > 0) {
       // The block handed out kPrefetchAhead takes from now, fetched for writing now: a
-      // block freed on another core is a cache miss on its first write.
-      if (n > kPrefetchAhead) __builtin_prefetch(local->blocks[c][n - 1 - kPrefetchAhead], 1);
+      // block freed on another core is a cache miss on its first write (on each of its
+      // first two lines: a small Buffer's header and its data).
+      if (n > kPrefetchAhead) {
+        char* ahead = static_cast<char*>(local->blocks[c][n - 1 - kPrefetchAhead]);
+        PrefetchForWrite(ahead);
+        if (c > 0) PrefetchForWrite(ahead + kStep);
+      }
       return local->blocks[c][--n];
     }
   }

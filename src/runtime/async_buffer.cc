@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/cpu.h"
 #include "graph/attr.h"
 #include "runtime/exception_status.h"
 #include "runtime/resources.h"
@@ -25,8 +26,15 @@ Result<std::optional<Element>> FinishSafely(F&& f) {
 }  // namespace
 
 namespace {
-// How long the consumer of an empty ring polls it before sleeping.
+// How long the consumer of an empty ring polls it before sleeping (and the runner of a
+// full one, after the last pop it saw).
 constexpr int64_t kRingSpinNs = 2000;
+// ... when the other side is fast (kRingFastNs): a pause of a few us in a side that hands
+// over an element every 100 ns is a timer tick or an interrupt (tens of us on a virtual
+// machine), not the end of its work; sleeping through it cost a sleep and a wake-up on
+// each side (a membarrier each, see spsc_ring.h) some twenty times per 10 ms of
+// handoff_bench's Prefetch, 10% of its time.
+constexpr int64_t kRingFastSpinNs = 20000;
 // How long a side that just woke the other keeps polling before it sleeps itself: a
 // wake-up takes tens of us on a loaded or virtual machine, longer than a small buffer
 // lasts, so a side that slept after kRingSpinNs found the other still waking, slept too,
@@ -53,12 +61,24 @@ bool Fast(const std::atomic<int64_t>& interval_ns) {
 // that waits for memory the un-woken consumer would have released (AsyncBuffer.
 // MemoryBudgetBoundsBufferedBytes). The consumer's spin (kRingSpinNs) and the runner's
 // runs are what keep wakes few for fast inputs.
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
+// How many pushes ahead the runner fetches a ring slot for writing (SpscRing::
+// PrefetchAhead): a cross-core miss takes 100-300 ns, several pushes of small elements.
+constexpr size_t kRingPrefetchAhead = 4;
+// The longest a spinning side waits between looks at the ring (PaceUntil): a pace
+// estimate that is off (a burst after a stall) delays a wake-up by at most this.
+constexpr int64_t kRingPaceMaxNs = 2000;
+// How many pops ahead the consumer starts fetching an element's lines
+// (PrefetchRingAhead).
+constexpr size_t kRingReadAhead = 6;
+// Spins until `deadline_ns` (a few hundred ns at most: see the callers) without touching
+// any shared line, so that the side it waits for works undisturbed; returns at once for
+// a deadline past. At least one pause, so that a caller that loops always yields the
+// core's pipeline to its sibling thread.
+void PaceUntil(int64_t deadline_ns) {
+  deadline_ns = std::min(deadline_ns, MonotonicNs() + kRingPaceMaxNs);
+  do {
+    for (int i = 0; i < 4; ++i) CpuRelax();
+  } while (MonotonicNs() < deadline_ns);
 }
 constexpr int64_t kMaxCheckpointSlots = int64_t{1} << 20;
 // The smallest group the runner runs itself (see "Groups"): cheap work only (at most
@@ -399,22 +419,29 @@ void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
   // or virtual machine, is longer than a small buffer takes to drain: the consumer then
   // found the ring empty and slept too). A consumer that stopped taking (a training
   // step) lets the runner sleep after kRingSpinNs.
+  //
+  // Each look at the ring reads the consumer's index, a line the consumer writes with
+  // every pop: looked at on every pause, it went back and forth between the cores per
+  // element and the consumer's pops waited for it. So the runner looks again when the
+  // room it needs should be there at the consumer's pace (PaceUntil).
   size_t popped = ring_->Popped();
-  const bool fast = Fast(ring_pop_interval_ns_);
+  const int64_t pop_ns = ring_pop_interval_ns_.load(std::memory_order_relaxed);
+  const bool fast = pop_ns <= kRingFastNs;
+  const int64_t spin_ns = fast ? kRingFastSpinNs : kRingSpinNs;
   int64_t spin_until =
-      std::max(MonotonicNs() + kRingSpinNs, fast ? woke_consumer_ns + kRingWakeNs : kNeverNs);
-  for (int i = 1;; ++i) {
-    CpuRelax();
-    if (room()) return;
-    if (i % 16 != 0) continue;
+      std::max(MonotonicNs() + spin_ns, fast ? woke_consumer_ns + kRingWakeNs : kNeverNs);
+  while (true) {
+    const int64_t excess = static_cast<int64_t>(ring_->Size()) - RingLimit() / 2;
+    if (excess <= 0 || RingRunnerMustStop()) return;
     const int64_t now = MonotonicNs();
     const size_t p = ring_->Popped();
     if (p != popped) {
       popped = p;
-      spin_until = now + kRingSpinNs;
+      spin_until = now + spin_ns;
     } else if (now >= spin_until) {
       break;
     }
+    PaceUntil(std::min(now + excess * pop_ns, spin_until));
   }
   while (!room()) {  // (the wait's mode was chosen at the run's start)
     const uint32_t key = ring_producer_ec_.PrepareWait();
@@ -518,6 +545,7 @@ void AsyncBufferIterator::RingRunnerLoop() {
       // them, which waited for the stores before them (the last slot's, on a line the
       // consumer holds) and cost a third of the runner's time per small element.
       void* slot = ring_->TryReserve();  // never null: the room was checked
+      ring_->PrefetchAhead(kRingPrefetchAhead);
       if (slot == nullptr) [[unlikely]] {
         credit += reserve;
         break;
@@ -591,6 +619,36 @@ void AsyncBufferIterator::RingRunnerLoop() {
   ring_consumer_ec_.Notify();
 }
 
+void AsyncBufferIterator::PrefetchRingAhead() const {
+  // An element the runner made is on lines its core wrote: the ring slot, the element's
+  // tensor list, each tensor's buffer (header and first data line). Read in that order,
+  // each a miss that needs the one before: four trips between the cores per element. So
+  // in stages, a few pops ahead of use: the slot kRingReadAhead pops ahead, the tensor
+  // list of the element two thirds as far (its slot came earlier), the buffers of the
+  // element a third as far (its list came earlier). Only elements this side already
+  // knows were pushed (no read of the runner's line).
+  constexpr size_t kSlot = kRingReadAhead, kList = kRingReadAhead * 2 / 3,
+                   kBuffers = kRingReadAhead / 3;
+  if (const RingItem* slot = ring_->PeekKnown(kSlot)) __builtin_prefetch(slot);
+  const auto element = [this](size_t ahead) -> const Element* {
+    const RingItem* item = ring_->PeekKnown(ahead);
+    if (item == nullptr || !item->result.ok() || !item->result->has_value()) return nullptr;
+    return &**item->result;
+  };
+  if (const Element* e = element(kList); e != nullptr && !e->empty()) {
+    __builtin_prefetch(e->tensors().data());
+  }
+  if (const Element* e = element(kBuffers)) {
+    const size_t n = std::min<size_t>(e->size(), 2);
+    for (size_t i = 0; i < n; ++i) {
+      if (const Buffer* b = e->tensors()[i].buffer().get()) {
+        __builtin_prefetch(b);
+        __builtin_prefetch(reinterpret_cast<const char*>(b) + 64);
+      }
+    }
+  }
+}
+
 Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
   while (true) {
     if (cancel_requested_.load(std::memory_order_relaxed)) {
@@ -598,10 +656,14 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     }
     RingItem item;
     if (ring_->TryPop(&item)) {
-      // Wake the runner only when it may be waiting: the ring just fell to half. (The
-      // true size: a stale lower bound woke a runner that waits for room too early, and
-      // it slept again, a wake per pop when the consumer is the slower side.)
-      if (static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2 &&
+      PrefetchRingAhead();
+      // Wake the runner only when it sleeps and the ring just fell to half. (The true
+      // size: a stale lower bound woke a runner that waits for room too early, and it
+      // slept again, a wake per pop when the consumer is the slower side. Read only when
+      // the runner sleeps: the ring's tail is on a line the runner writes with every
+      // push, and reading it after every pop moved it between the cores per element.)
+      if (ring_producer_ec_.Waiting() &&
+          static_cast<int64_t>(ring_->Size()) <= RingLimit() / 2 &&
           ring_producer_ec_.Notify()) {
         woke_runner_ns_ = MonotonicNs();
       }
@@ -621,12 +683,12 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     FlushRingPops();  // before it may sleep
     // Empty: spin a little before sleeping. A runner that keeps up refills the ring
     // within a few hundred ns, much less than a sleep and a wake-up.
-    bool arrived = false;
     const int64_t push_ns = ring_push_interval_ns_.load(std::memory_order_relaxed);
     const bool fast = push_ns <= kRingFastNs;
     const int64_t now = MonotonicNs();
     const int64_t spin_until =
-        std::max(now + kRingSpinNs, fast ? woke_runner_ns_ + kRingWakeNs : kNeverNs);
+        std::max(now + (fast ? kRingFastSpinNs : kRingSpinNs),
+                 fast ? woke_runner_ns_ + kRingWakeNs : kNeverNs);
     // Temporal slipping (FastForward, Giacomoni et al., PPoPP 2008): behind a runner that
     // pushes every few hundred ns, wait until kRingSlip elements are in (or a few of its
     // intervals passed) before taking the first. A consumer that takes each element the
@@ -637,14 +699,16 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
                                                      kRingSlip, RingLimit() / 2))
                                                : 1;
     const int64_t slip_until = now + kRingSlip * std::max<int64_t>(push_ns, 50) * 2;
-    for (int i = 1; !arrived; ++i) {
-      CpuRelax();
+    // Looks at the ring when the elements it waits for should be in at the runner's pace
+    // (PaceUntil): each look reads the tail, a line the runner writes with every push.
+    while (true) {
       const size_t size = ring_->Size();
-      arrived = size >= std::max<size_t>(slip, 1);
-      if (i % 16 != 0) continue;
+      if (size >= std::max<size_t>(slip, 1)) break;
       const int64_t t = MonotonicNs();
       if (size > 0 && t > slip_until) break;  // enough waiting for the rest of a slip
       if (t > spin_until) break;
+      PaceUntil(std::min(t + static_cast<int64_t>(std::max<size_t>(slip, 1) - size) * push_ns,
+                         spin_until));
     }
     if (!ring_->Empty()) continue;
     MutexLock l(&mu_);
@@ -1040,6 +1104,7 @@ std::optional<Result<std::optional<Element>>> AsyncBufferIterator::TakeFromGroup
 bool AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>> result,
                                          bool defer_wake) {
   s->done = true;
+  completed_.fetch_add(1, std::memory_order_relaxed);
   starving_.store(false, std::memory_order_relaxed);  // something is ready now
   s->unit.inputs.clear();
   s->unit.output = Element();
@@ -1193,6 +1258,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
   } wake_after{&runner_cv_, &wake_runner};
   MutexLock l(&mu_);
   runner_started_ = true;
+  bool spun = false;  // polled for a group once already (below)
   while (true) {
     if (group_ != nullptr) {
       // Used up (or cancelled): its elements leave the count, what it still holds the
@@ -1253,6 +1319,20 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
     if (wake_runner) {
       runner_cv_.SignalAll();
       wake_runner = false;
+    }
+    if (grouped_ && !spun && runner_active_ && group_size() > 1) {
+      // Groups of cheap work finish every few tens of us: poll for the next one before
+      // sleeping (see "Groups", the consumer's wait).
+      spun = true;
+      const int64_t seen = completed_.load(std::memory_order_relaxed);
+      l.Unlock();
+      const int64_t until = MonotonicNs() + 2 * GroupTargetNs();
+      while (completed_.load(std::memory_order_relaxed) == seen &&
+             !cancel_requested_.load(std::memory_order_relaxed) && MonotonicNs() < until) {
+        PaceUntil(MonotonicNs() + 500);
+      }
+      l.Lock();
+      continue;
     }
     const std::atomic<bool>* waiter = BeginWaitLocked();
     consumer_cv_.Wait(&mu_);

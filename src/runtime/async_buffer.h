@@ -320,6 +320,8 @@ class AsyncBufferIterator final : public IteratorBase {
   };
 
   void RunnerLoop() EXCLUDES(mu_);
+  // Consumer: fetches the lines of the elements a few pops ahead (async_buffer.cc).
+  void PrefetchRingAhead() const;
   // The ring's runner and consumer (see "Ring").
   void RingRunnerLoop() EXCLUDES(mu_);
   // Waits until the ring has room for a run (at most half full), or the runner must stop
@@ -490,6 +492,8 @@ class AsyncBufferIterator final : public IteratorBase {
   // group's size.
   std::atomic<int64_t> work_ns_{-1};
   std::atomic<int64_t> group_size_{1};
+  // Slots completed so far (a consumer polling for a group watches it).
+  std::atomic<int64_t> completed_{0};
 };
 
 // FetchScope: marks the current thread as fetching one unit for a buffer, for the memory

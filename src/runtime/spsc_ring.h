@@ -64,6 +64,8 @@
 #include <new>
 #include <utility>
 
+#include "core/cpu.h"
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -112,6 +114,12 @@ class SpscRing {
     }
     return slots_[t & mask_].bytes;
   }
+  // Producer: asks for the storage of the slot `ahead` pushes from now, for writing (the
+  // consumer wrote it last, when it took the value out: a miss on the push's first
+  // store, on the runner's critical path). Only a hint; it reads nothing.
+  void PrefetchAhead(size_t ahead) const {
+    PrefetchForWrite(slots_[(tail_.load(std::memory_order_relaxed) + ahead) & mask_].bytes);
+  }
   void Commit() {
     const size_t t = tail_.load(std::memory_order_relaxed);
     tail_.store(t + 1, std::memory_order_release);
@@ -130,6 +138,14 @@ class SpscRing {
     slot.~T();
     head_.store(h + 1, std::memory_order_release);
     return true;
+  }
+
+  // Consumer: the i-th oldest value if the consumer already knows it was pushed (its
+  // cached view of the tail covers it: no read of the producer's line), else null. For
+  // prefetching what a value points to, a few pops ahead.
+  const T* PeekKnown(size_t i) const {
+    const size_t h = head_.load(std::memory_order_relaxed);
+    return cached_tail_ - h > i ? &At(h + i) : nullptr;
   }
 
   // Consumer: the i-th oldest value (i < Size()), left in place. While the producer is
@@ -212,16 +228,23 @@ class EventCount {
     while (epoch_.load(std::memory_order_acquire) == key) FutexWait(key);
     waiting_.store(false, std::memory_order_relaxed);
   }
-  // Wakes the waiter: a fence (a compiler barrier in asymmetric mode) and one load, no
-  // system call, when none waits; one wake-up per wait however many notifiers race. Returns whether this call woke the waiter (a system call
-  // was made).
-  bool Notify() {
+  // Whether a waiter may be asleep: Notify's first half (the fence, then the load), for a
+  // notifier whose own test of the condition costs more than this (the waiter then
+  // re-checks after any Notify). False means a waiter that registers later sees the
+  // notifier's change made before this call.
+  bool Waiting() const {
     if (asymmetric_.load(std::memory_order_relaxed)) {
       std::atomic_signal_fence(std::memory_order_seq_cst);
     } else {
       std::atomic_thread_fence(std::memory_order_seq_cst);
     }
-    if (!waiting_.load(std::memory_order_relaxed)) return false;
+    return waiting_.load(std::memory_order_relaxed);
+  }
+  // Wakes the waiter: a fence (a compiler barrier in asymmetric mode) and one load, no
+  // system call, when none waits; one wake-up per wait however many notifiers race. Returns whether this call woke the waiter (a system call
+  // was made).
+  bool Notify() {
+    if (!Waiting()) return false;
     if (!waiting_.exchange(false, std::memory_order_relaxed)) return false;
     epoch_.fetch_add(1, std::memory_order_release);
     FutexWakeAll();
