@@ -67,6 +67,10 @@ constexpr size_t kRingPrefetchAhead = 4;
 // The longest a spinning side waits between looks at the ring (PaceUntil): a pace
 // estimate that is off (a burst after a stall) delays a wake-up by at most this.
 constexpr int64_t kRingPaceMaxNs = 2000;
+// A consumer waiting for a group polls (for up to twice this) when the group takes at
+// most this long; a longer one is worth a sleep and a wake-up. (Polling for twice the
+// group's own work was too short: a group's wall time on a shared core is longer.)
+constexpr int64_t kGroupSpinNs = 20000;
 // How many pops ahead the consumer starts fetching an element's lines
 // (PrefetchRingAhead).
 constexpr size_t kRingReadAhead = 6;
@@ -310,6 +314,8 @@ void AsyncBufferIterator::RunnerLoop() {
     if (grouped_ && admitted && (estimate >= 0 || budget.limit() <= 0)) {
       want = std::max<int64_t>(
           1, std::min(group_size(), ElementLimit() - buffered_elements_));
+      // At most kGroupMaxBytes of elements of the largest size seen so far.
+      if (estimate > 0) want = std::min(want, std::max<int64_t>(1, kGroupMaxBytes / estimate));
     }
     fetching_ = true;
     l.Unlock();
@@ -1320,13 +1326,15 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
       runner_cv_.SignalAll();
       wake_runner = false;
     }
-    if (grouped_ && !spun && runner_active_ && group_size() > 1) {
-      // Groups of cheap work finish every few tens of us: poll for the next one before
-      // sleeping (see "Groups", the consumer's wait).
+    // A group of cheap work (kMaxGroup elements that take less than kGroupSpinNs) is
+    // done sooner than a sleep and a wake-up: poll for it first (see "Groups").
+    const int64_t group_ns =
+        group_size() * std::max<int64_t>(1, work_ns_.load(std::memory_order_relaxed));
+    if (grouped_ && !spun && runner_active_ && group_size() > 1 && group_ns <= kGroupSpinNs) {
       spun = true;
       const int64_t seen = completed_.load(std::memory_order_relaxed);
       l.Unlock();
-      const int64_t until = MonotonicNs() + 2 * GroupTargetNs();
+      const int64_t until = MonotonicNs() + 2 * kGroupSpinNs;
       while (completed_.load(std::memory_order_relaxed) == seen &&
              !cancel_requested_.load(std::memory_order_relaxed) && MonotonicNs() < until) {
         PaceUntil(MonotonicNs() + 500);
