@@ -194,6 +194,36 @@ TEST(GroupedUnits, MemoryBudgetBoundsGroupedBytes) {
   EXPECT_GE(OpStats(it->get(), "ParallelMap").buffer_limit, 4 * 2) << "no groups formed";
 }
 
+TEST(GroupedUnits, AGroupHoldsAtMostFourMiB) {
+  ManyElementGroups groups;  // cheap work: without the byte bound, groups of up to 256
+  // 96 elements of 1 MiB each (made sequentially, then an identity map on 2 threads):
+  // after the first element's size is known, each group holds at most 4 of them
+  // (kGroupMaxBytes). Doubling from 1 without the bound: 1 + 2 + 4 + 8 + 16 + 32 + 33,
+  // 7 groups.
+  Function big = Function::Map("big", [](Element e, FunctionContext&) -> Result<Element> {
+    Tensor t(DType::kFloat32, Shape{262144});
+    std::fill_n(t.mutable_data<float>(), 262144, static_cast<float>(e[0].scalar<int64_t>()));
+    return Element{std::move(t)};
+  });
+  const AsyncBufferIterator::GroupSignals before =
+      AsyncBufferIterator::GroupSignalsForTesting();
+  auto it = MakeIteratorAsBuilt(Dataset::Range(96).Map(big).Map(Identity(), 2), TwoCores());
+  ASSERT_TRUE(it.ok());
+  int64_t n = 0;
+  while (true) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok()) << e.status();
+    if (!*e) break;
+    EXPECT_EQ((**e)[0].data<float>()[262143], static_cast<float>(n)) << "out of order";
+    ++n;
+  }
+  EXPECT_EQ(n, 96);
+  const AsyncBufferIterator::GroupSignals after =
+      AsyncBufferIterator::GroupSignalsForTesting();
+  EXPECT_GE(after.groups - before.groups, 96 / (AsyncBufferIterator::kGroupMaxBytes >> 20))
+      << "groups held more than kGroupMaxBytes of elements";
+}
+
 TEST(GroupedUnits, OneWakeEachWayPerGroupAtMost) {
   ManyElementGroups groups;
   // A consumer that never waits is never woken, and the runner is woken when the buffer

@@ -121,6 +121,49 @@ TEST(EventCount, NotifyWakesAWaiterAndANotifyBeforeWaitIsNotLost) {
   EXPECT_TRUE(woke.load());
 }
 
+// Waiting (Notify's first half): true from PrepareWait until the wait ends (a Notify or
+// CancelWait), false otherwise; a notifier that sees false needs no Notify.
+TEST(EventCount, WaitingIsTrueOnlyWhileAWaitIsRegistered) {
+  EventCount ec;
+  EXPECT_FALSE(ec.Waiting());
+  uint32_t key = ec.PrepareWait();
+  EXPECT_TRUE(ec.Waiting());
+  ec.CancelWait();
+  EXPECT_FALSE(ec.Waiting());
+  key = ec.PrepareWait();
+  EXPECT_TRUE(ec.Notify()) << "a registered wait was not woken";
+  EXPECT_FALSE(ec.Waiting());
+  EXPECT_FALSE(ec.Notify()) << "a second Notify woke nobody and said it did";
+  ec.Wait(key);  // returns at once: the Notify came after PrepareWait
+  EXPECT_FALSE(ec.Waiting());
+}
+
+// PeekKnown shows only values the consumer's cached view of the tail covers: none before
+// its first pop has read the tail, the rest of the values that pop saw after it, and no
+// value pushed since.
+TEST(SpscRing, PeekKnownSeesOnlyValuesTheConsumerAlreadyKnows) {
+  SpscRing<int> ring(8);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ring.TryPush(int{i}));
+  EXPECT_EQ(ring.PeekKnown(0), nullptr) << "known before any pop read the tail";
+  int v = -1;
+  ASSERT_TRUE(ring.TryPop(&v));  // reads the tail: values 1 and 2 are known now
+  EXPECT_EQ(v, 0);
+  ASSERT_NE(ring.PeekKnown(0), nullptr);
+  EXPECT_EQ(*ring.PeekKnown(0), 1);
+  ASSERT_NE(ring.PeekKnown(1), nullptr);
+  EXPECT_EQ(*ring.PeekKnown(1), 2);
+  EXPECT_EQ(ring.PeekKnown(2), nullptr);
+  ASSERT_TRUE(ring.TryPush(3));
+  EXPECT_EQ(ring.PeekKnown(2), nullptr) << "a push the consumer has not seen is known";
+  ASSERT_TRUE(ring.TryPop(&v));
+  ASSERT_TRUE(ring.TryPop(&v));
+  ASSERT_TRUE(ring.TryPop(&v));  // reads the tail again
+  EXPECT_EQ(v, 3);
+  EXPECT_EQ(ring.PeekKnown(0), nullptr);
+  ring.PrefetchAhead(5);  // a hint only: reads and changes nothing
+  EXPECT_TRUE(ring.Empty());
+}
+
 // One producer, one consumer, each sleeping on an EventCount when the ring is full or
 // empty: every value arrives once, in order. Bounded: 500,000 values or 10 s.
 TEST(SpscRing, ProducerConsumerStress) {
@@ -174,7 +217,9 @@ TEST(SpscRing, ProducerConsumerStress) {
     not_empty.Wait(key);
   }
   producer.join();
-  if (!timed_out) EXPECT_EQ(expected, kValues);
+  if (!timed_out) {
+    EXPECT_EQ(expected, kValues);
+  }
   EXPECT_GT(expected, 0);
 }
 
@@ -237,7 +282,9 @@ void PingPong(bool asymmetric) {
   EXPECT_EQ(rescues.load(), 0) << "a thread slept through the Notify that gave it its turn";
   EXPECT_GT(turn.load(), 1000) << "the ping-pong made almost no progress in 10 s";
   // Asymmetric mode is what ran where the kernel offers membarrier.
-  if (!asymmetric || asymmetric_fence::Available()) EXPECT_EQ(in_mode.load(), 2);
+  if (!asymmetric || asymmetric_fence::Available()) {
+    EXPECT_EQ(in_mode.load(), 2);
+  }
 }
 
 TEST(EventCount, PingPongLosesNoWakeUpWithPlainFences) { PingPong(false); }
