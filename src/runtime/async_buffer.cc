@@ -235,9 +235,9 @@ void AsyncBufferIterator::set_parallelism(int64_t p) {
 
 void AsyncBufferIterator::set_capacity(int64_t c) {
   capacity_.store(std::max<int64_t>(1, c), std::memory_order_relaxed);
-  RecordBufferLimit(grouped_ ? ElementLimit() : capacity());
   {
     MutexLock l(&mu_);
+    RecordLimitLocked();
     runner_cv_.SignalAll();
   }
   ring_producer_ec_.Notify();
@@ -1014,9 +1014,17 @@ void AsyncBufferIterator::RunGroup(Slot* s) {
   const int64_t k = std::clamp<int64_t>(GroupTargetNs() / std::max<int64_t>(work, 1), 1,
                                         kMaxGroup);
   const int64_t g = std::min(k, 2 * group_size());
-  if (group_size_.exchange(g, std::memory_order_relaxed) != g) {
-    RecordBufferLimit(ElementLimit());  // the limit counts elements (see "Groups")
+  group_size_.store(g, std::memory_order_relaxed);  // (the limit's gauge: CompleteLocked)
+}
+
+void AsyncBufferIterator::RecordLimitLocked() {
+  if (!grouped_) {
+    RecordBufferLimit(capacity());
+    return;
   }
+  // The limit counts elements (see "Groups"). When g shrinks, the groups admitted under
+  // the larger g stay until they are taken: the bound in force is then what they hold.
+  RecordBufferLimit(std::max(ElementLimit(), buffered_elements_));
 }
 
 int64_t AsyncBufferIterator::ResultBytes(const Result<std::optional<Element>>& r) const {
@@ -1129,6 +1137,7 @@ bool AsyncBufferIterator::CompleteLocked(Slot* s, Result<std::optional<Element>>
                                          bool defer_wake) {
   s->done = true;
   completed_.fetch_add(1, std::memory_order_relaxed);
+  if (grouped_) RecordLimitLocked();  // g may have changed (RunGroup)
   starving_.store(false, std::memory_order_relaxed);  // something is ready now
   s->unit.inputs.clear();
   s->unit.output = Element();
@@ -1288,6 +1297,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
       // Used up (or cancelled): its elements leave the count, what it still holds the
       // budget.
       buffered_elements_ -= group_->elements;
+      RecordLimitLocked();
       runtime_->memory().Release(group_->reserved);  // with the unreleased bytes
       group_unreleased_ = 0;
       group_unreleased_count_ = 0;

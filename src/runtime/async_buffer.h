@@ -114,8 +114,8 @@
 // g = 1 keeps waiting for one slot); a finished group wakes the consumer only when it
 // waits for that group (deterministic: the oldest), after releasing mu_; a consumer about
 // to wait for a group of cheap work (kMaxGroup elements in under kGroupSpinNs) polls
-// for it for up to 2 x kGroupSpinNs first (it comes sooner than a sleep and a wake-up). While the buffer
-// is at least half full (the runner is ahead of its consumer) the runner runs a group of
+// for it for up to 2 x kGroupSpinNs first (it comes sooner than a sleep and a wake-up).
+// While the buffer is at least half full (the runner is ahead of its consumer) the runner runs a group of
 // at least 16 elements (cheap work) itself, as the pool would (RunPart: counted against
 // the parallelism and in running tasks, so Save and the destructor wait for it), sparing
 // the pool's wake-up; when the consumer catches up the groups go to the pool again. Under
@@ -132,7 +132,8 @@
 // most capacity x g elements while the capacity follows the parallelism (2 x parallelism
 // groups' worth: g elements per slot), at most `capacity` elements when it is set; the
 // consumer's group counts until it is used up; NodeStats' buffer_limit is that element
-// bound), checkpoints (Save writes the unconsumed results of the consumer's group, then
+// bound, or what the buffer holds when g shrank below what it admitted), checkpoints
+// (Save writes the unconsumed results of the consumer's group, then
 // every buffered group's results, one entry per element, in order; Restore refills
 // one-element slots, so the restored iterator yields exactly the same sequence),
 // cancellation, inline mode (untouched: it has no slots) and the stats plane (a group is
@@ -329,6 +330,9 @@ class AsyncBufferIterator final : public IteratorBase {
   void RunnerLoop() EXCLUDES(mu_);
   // Consumer: fetches the lines of the elements a few pops ahead (async_buffer.cc).
   void PrefetchRingAhead() const;
+  // Publishes the buffer's limit (NodeStats' buffer_limit): the capacity, or for groups
+  // capacity x g, at least the elements admitted under a larger g.
+  void RecordLimitLocked() REQUIRES(mu_);
   // The ring's runner and consumer (see "Ring").
   void RingRunnerLoop() EXCLUDES(mu_);
   // Waits until the ring has room for a run (at most half full), or the runner must stop

@@ -241,8 +241,8 @@ class EventCount {
     return waiting_.load(std::memory_order_relaxed);
   }
   // Wakes the waiter: a fence (a compiler barrier in asymmetric mode) and one load, no
-  // system call, when none waits; one wake-up per wait however many notifiers race. Returns whether this call woke the waiter (a system call
-  // was made).
+  // system call, when none waits; one wake-up per wait however many notifiers race.
+  // Returns whether this call woke the waiter (a system call was made).
   bool Notify() {
     if (!Waiting()) return false;
     if (!waiting_.exchange(false, std::memory_order_relaxed)) return false;
