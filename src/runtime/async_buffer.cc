@@ -35,6 +35,9 @@ constexpr int64_t kRingSpinNs = 2000;
 // each side (a membarrier each, see spsc_ring.h) some twenty times per 10 ms of
 // handoff_bench's Prefetch, 10% of its time.
 constexpr int64_t kRingFastSpinNs = 20000;
+int64_t RingSpinNs(bool other_side_fast) {
+  return other_side_fast ? kRingFastSpinNs : kRingSpinNs;
+}
 // How long a side that just woke the other keeps polling before it sleeps itself: a
 // wake-up takes tens of us on a loaded or virtual machine, longer than a small buffer
 // lasts, so a side that slept after kRingSpinNs found the other still waking, slept too,
@@ -433,7 +436,7 @@ void AsyncBufferIterator::WaitForRingRoom(int64_t woke_consumer_ns) {
   size_t popped = ring_->Popped();
   const int64_t pop_ns = ring_pop_interval_ns_.load(std::memory_order_relaxed);
   const bool fast = pop_ns <= kRingFastNs;
-  const int64_t spin_ns = fast ? kRingFastSpinNs : kRingSpinNs;
+  const int64_t spin_ns = RingSpinNs(fast);
   int64_t spin_until =
       std::max(MonotonicNs() + spin_ns, fast ? woke_consumer_ns + kRingWakeNs : kNeverNs);
   while (true) {
@@ -693,8 +696,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextRing() {
     const bool fast = push_ns <= kRingFastNs;
     const int64_t now = MonotonicNs();
     const int64_t spin_until =
-        std::max(now + (fast ? kRingFastSpinNs : kRingSpinNs),
-                 fast ? woke_runner_ns_ + kRingWakeNs : kNeverNs);
+        std::max(now + RingSpinNs(fast), fast ? woke_runner_ns_ + kRingWakeNs : kNeverNs);
     // Temporal slipping (FastForward, Giacomoni et al., PPoPP 2008): behind a runner that
     // pushes every few hundred ns, wait until kRingSlip elements are in (or a few of its
     // intervals passed) before taking the first. A consumer that takes each element the
@@ -775,6 +777,14 @@ void AsyncBufferIterator::PullUnit(WorkUnit* unit, Status* error, bool* end,
         return;
       }
     }
+  }
+}
+
+Status AsyncBufferIterator::MapInPlaceSafely(Element* e, int64_t position) const {
+  try {
+    return processor_->MapInPlace(e, position);
+  } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
+    return StatusFromException(node().op());
   }
 }
 
@@ -970,12 +980,7 @@ void AsyncBufferIterator::RunGroup(Slot* s) {
       // A map: the element in place, as GetNextInline's map path (no unit, no Finish: a
       // few moves and calls less per element, on the runner's critical path).
       Element& e = s->unit.inputs[i];
-      Status st;
-      try {
-        st = processor_->MapInPlace(&e, position);
-      } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
-        st = StatusFromException(node().op());
-      }
+      Status st = MapInPlaceSafely(&e, position);
       if (st.ok()) [[likely]] {
         s->results.emplace_back(std::optional<Element>(std::move(e)));
       } else {
@@ -1233,13 +1238,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
       input_end_ = true;
       return r;
     }
-    const int64_t position = next_position_++;
-    Status s;
-    try {
-      s = processor_->MapInPlace(&**r, position);
-    } SLUICE_RETHROW_FORCED_UNWIND catch (...) {
-      s = StatusFromException(node().op());
-    }
+    const Status s = MapInPlaceSafely(&**r, next_position_++);
     if (!s.ok()) [[unlikely]] return s;
     return r;
   }
@@ -1356,9 +1355,9 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInternal() {
     }
     // A group of cheap work (kMaxGroup elements that take less than kGroupSpinNs) is
     // done sooner than a sleep and a wake-up: poll for it first (see "Groups").
-    const int64_t group_ns =
-        group_size() * std::max<int64_t>(1, work_ns_.load(std::memory_order_relaxed));
-    if (grouped_ && !spun && runner_active_ && group_size() > 1 && group_ns <= kGroupSpinNs) {
+    if (grouped_ && !spun && runner_active_ && group_size() > 1 &&
+        group_size() * std::max<int64_t>(1, work_ns_.load(std::memory_order_relaxed)) <=
+            kGroupSpinNs) {
       spun = true;
       const int64_t seen = completed_.load(std::memory_order_relaxed);
       l.Unlock();

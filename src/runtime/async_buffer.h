@@ -328,6 +328,8 @@ class AsyncBufferIterator final : public IteratorBase {
   };
 
   void RunnerLoop() EXCLUDES(mu_);
+  // processor_->MapInPlace, an exception turned into the element's error.
+  Status MapInPlaceSafely(Element* e, int64_t position) const;
   // Consumer: fetches the lines of the elements a few pops ahead (async_buffer.cc).
   void PrefetchRingAhead() const;
   // Publishes the buffer's limit (NodeStats' buffer_limit): the capacity, or for groups

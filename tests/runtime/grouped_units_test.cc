@@ -75,6 +75,20 @@ std::vector<int64_t> Drain(Iterator* it, int64_t limit = -1) {
   return out;
 }
 
+// Takes every element (none may fail), calling each(element, index) on it; returns how
+// many there were.
+template <typename Each>
+int64_t DrainEach(Iterator* it, Each each) {
+  int64_t n = 0;
+  while (true) {
+    auto e = it->GetNext();
+    EXPECT_TRUE(e.ok()) << e.status();
+    if (!e.ok() || !*e) break;
+    each(**e, n++);
+  }
+  return n;
+}
+
 std::vector<int64_t> Expected(int64_t n, int64_t fail_every) {
   std::vector<int64_t> v;
   for (int64_t i = 0; i < n; ++i) {
@@ -178,14 +192,9 @@ TEST(GroupedUnits, MemoryBudgetBoundsGroupedBytes) {
   rt.autotune.ram_budget = 64 << 10;
   auto it = MakeIteratorAsBuilt(Dataset::Range(20000).Map(make, 2), rt);
   ASSERT_TRUE(it.ok());
-  int64_t n = 0;
-  while (true) {
-    auto e = (*it)->GetNext();
-    ASSERT_TRUE(e.ok()) << e.status();
-    if (!*e) break;
-    ++n;
-    if (n % 2000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const int64_t n = DrainEach(it->get(), [](const Element&, int64_t i) {
+    if ((i + 1) % 2000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
   EXPECT_EQ(n, 20000);
   PipelineStats s = (*it)->Snapshot();
   EXPECT_LE(s.peak_buffered_bytes, rt.autotune.ram_budget);
@@ -209,14 +218,9 @@ TEST(GroupedUnits, AGroupHoldsAtMostFourMiB) {
       AsyncBufferIterator::GroupSignalsForTesting();
   auto it = MakeIteratorAsBuilt(Dataset::Range(96).Map(big).Map(Identity(), 2), TwoCores());
   ASSERT_TRUE(it.ok());
-  int64_t n = 0;
-  while (true) {
-    auto e = (*it)->GetNext();
-    ASSERT_TRUE(e.ok()) << e.status();
-    if (!*e) break;
-    EXPECT_EQ((**e)[0].data<float>()[262143], static_cast<float>(n)) << "out of order";
-    ++n;
-  }
+  const int64_t n = DrainEach(it->get(), [](const Element& e, int64_t i) {
+    EXPECT_EQ(e[0].data<float>()[262143], static_cast<float>(i)) << "out of order";
+  });
   EXPECT_EQ(n, 96);
   const AsyncBufferIterator::GroupSignals after =
       AsyncBufferIterator::GroupSignalsForTesting();
@@ -233,22 +237,18 @@ TEST(GroupedUnits, OneWakeEachWayPerGroupAtMost) {
       AsyncBufferIterator::GroupSignalsForTesting();
   auto it = MakeIteratorAsBuilt(Dataset::Range(1 << 14).Map(Identity(), 2), TwoCores());
   ASSERT_TRUE(it.ok());
-  int64_t n = 0;
-  while (true) {
-    auto e = (*it)->GetNext();
-    ASSERT_TRUE(e.ok()) << e.status();
-    if (!*e) break;
-    // A slow consumer: the buffer is full ahead of it after the first groups. The -O0
-    // sanitizer builds pull an element in microseconds, so the consumer waits longer
-    // there to stay behind the runner (with 300 us, ASan's runner kept pace, the buffer
-    // never filled and the runner was woken once per group: CI, 2026-11-26).
+  // A slow consumer: the buffer is full ahead of it after the first groups. The -O0
+  // sanitizer builds pull an element in microseconds, so the consumer waits longer
+  // there to stay behind the runner (with 300 us, ASan's runner kept pace, the buffer
+  // never filled and the runner was woken once per group: CI, 2026-11-26).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    constexpr auto kPause = std::chrono::microseconds(3000);
+  constexpr auto kPause = std::chrono::microseconds(3000);
 #else
-    constexpr auto kPause = std::chrono::microseconds(300);
+  constexpr auto kPause = std::chrono::microseconds(300);
 #endif
-    if (++n % 128 == 0) std::this_thread::sleep_for(kPause);
-  }
+  const int64_t n = DrainEach(it->get(), [&](const Element&, int64_t i) {
+    if ((i + 1) % 128 == 0) std::this_thread::sleep_for(kPause);
+  });
   EXPECT_EQ(n, 1 << 14);
   const AsyncBufferIterator::GroupSignals after =
       AsyncBufferIterator::GroupSignalsForTesting();
