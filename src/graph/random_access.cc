@@ -41,6 +41,37 @@ const DatasetNode* FirstNotRandomAccess(const DatasetPtr& node) {
   return nullptr;
 }
 
+namespace {
+
+// Whether `node`'s rows lie in memory as numeric tensors (IndexedIterator::MemoryRows).
+bool RowsInMemory(const DatasetNode& node) {
+  if (node.op() == "Idx") return true;
+  if (node.op() == "FromTensorSlices") {
+    const ElementSpec& spec = node.element_spec();
+    if (spec.unknown) return false;
+    for (const auto& c : spec.components) {
+      if (c.dtype == DType::kString) return false;
+    }
+    return true;
+  }
+  if (node.op() == "Zip") {
+    for (const DatasetPtr& in : node.inputs()) {
+      if (!in || !RowsInMemory(*in)) return false;
+    }
+    return !node.inputs().empty();
+  }
+  return false;
+}
+
+}  // namespace
+
+bool GathersRowsFromMemory(const DatasetNode& node) {
+  if (node.op() == "GlobalShuffle") {
+    return !node.inputs().empty() && node.inputs()[0] && RowsInMemory(*node.inputs()[0]);
+  }
+  return node.op() != "Zip" && RowsInMemory(node);  // a source in its own order
+}
+
 Result<DatasetPtr> RowNodes(const DatasetPtr& node) {
   std::vector<DatasetPtr> inputs;
   bool changed = false;

@@ -27,6 +27,12 @@ inline bool IsRandomAccess(const DatasetPtr& node) {
   return FirstNotRandomAccess(node) == nullptr;
 }
 
+// Whether a Batch over `node` gathers its rows straight from memory (runtime/
+// random_access.h, "Gathering a batch"): `node` is a row stream (a source that serves rows,
+// or a GlobalShuffle) whose rows lie in memory (FromTensorSlices of numeric tensors, an Idx
+// file, a Zip of such). A prediction: an Idx file too big for the RAM budget streams.
+bool GathersRowsFromMemory(const DatasetNode& node);
+
 // A ParallelMap serves rows as the Map of the same function and seed would: it counts as
 // random-access here, and RowNodes(node) is `node` with every ParallelMap under it rebuilt
 // as that Map (the node itself when there is none), which GlobalShuffle reads rows from (a

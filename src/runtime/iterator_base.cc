@@ -1,6 +1,7 @@
 #include "runtime/iterator_base.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "runtime/runtime.h"
 #include "runtime/split_provider.h"
@@ -268,6 +269,69 @@ Result<Element> IndexedIterator::GetRow(int64_t i) {
   if (!row.ok()) return AddContext(row.status());
   stats().CountProduced();  // rows served by index count as produced, as GetNext's do
   return row;
+}
+
+namespace {
+
+// Row rows[k] of `all` ([N, ...], numeric, in memory) as row k of a new [n, ...] tensor.
+// The rows are random reads (a permutation's): the lines of the row kAhead rows on are
+// prefetched while this one is copied.
+Result<Tensor> GatherTensorRows(const Tensor& all, std::span<const int64_t> rows) {
+  constexpr size_t kAhead = 4;
+  constexpr size_t kLine = 64;
+  Shape shape = all.shape();
+  const int64_t total = shape.dim(0);
+  shape.set_dim(0, static_cast<int64_t>(rows.size()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(all.dtype(), std::move(shape)));
+  const size_t row_bytes = total > 0 ? all.nbytes() / static_cast<size_t>(total) : 0;
+  const auto* src = static_cast<const unsigned char*>(all.raw_data());
+  auto* dst = out.mutable_data<unsigned char>();
+  const size_t n = rows.size();
+  switch (row_bytes) {  // scalars (labels, ids): a typed load and store, no memcpy call
+    case 1:
+      for (size_t k = 0; k < n; ++k) dst[k] = src[rows[k]];
+      return out;
+    case 4:
+      for (size_t k = 0; k < n; ++k) std::memcpy(dst + 4 * k, src + 4 * rows[k], 4);
+      return out;
+    case 8:
+      for (size_t k = 0; k < n; ++k) std::memcpy(dst + 8 * k, src + 8 * rows[k], 8);
+      return out;
+    default:
+      break;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) {
+      const unsigned char* ahead = src + static_cast<size_t>(rows[k + kAhead]) * row_bytes;
+      for (size_t b = 0; b < row_bytes; b += kLine) __builtin_prefetch(ahead + b);
+    }
+    std::memcpy(dst + k * row_bytes, src + static_cast<size_t>(rows[k]) * row_bytes,
+                row_bytes);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Element> IndexedIterator::GatherRows(std::span<const int64_t> rows) {
+  const Element* all = MemoryRows();
+  if (all == nullptr) return RandomAccess::GatherRows(rows);
+  std::vector<Tensor> out;
+  out.reserve(all->size());
+  for (const Tensor& t : all->tensors()) {
+    Result<Tensor> c = GatherTensorRows(t, rows);
+    if (!c.ok()) return AddContext(c.status());
+    out.push_back(std::move(c).value());
+  }
+  stats().CountProduced(static_cast<int64_t>(rows.size()));
+  return Element(std::move(out), all->names());
+}
+
+int64_t IndexedIterator::TakeRows(int64_t n, int64_t* out) {
+  const int64_t k = std::max<int64_t>(0, std::min(n, num_rows() - next_));
+  for (int64_t j = 0; j < k; ++j) out[j] = next_ + j;
+  next_ += k;
+  return k;
 }
 
 Result<int64_t> IndexedIterator::SkipInternal(int64_t n) {

@@ -41,6 +41,7 @@
 namespace sluice {
 
 class RandomAccess;
+class RowStream;
 class Runtime;
 class SplitProvider;
 
@@ -137,6 +138,9 @@ class IteratorBase {
   // This iterator as a server of rows by index (runtime/random_access.h), or null when it
   // cannot serve them (the default). Valid for the iterator's lifetime once initialized.
   virtual RandomAccess* AsRandomAccess() { return nullptr; }
+  // This iterator as a stream of rows known ahead (runtime/random_access.h, "Gathering a
+  // batch"), or null (the default).
+  virtual RowStream* AsRowStream() { return nullptr; }
 
  protected:
   // ---- Recording into the stats plane (the only way ops write their NodeStats) ----
@@ -275,8 +279,11 @@ class UnaryIterator : public IteratorBase {
 // Skip takes and drops splits. The checkpoint's "next" is then 0 (reading) or num_rows()
 // (ended), and Save calls the provider's MarkCheckpoint.
 //
+// Without a split provider it is also a RowStream over its own rows (rows next, next+1,
+// ...): a source whose rows lie in memory (MemoryRows) gathers a Batch's rows in one call.
+//
 // Thread-safety: as IteratorBase.
-class IndexedIterator : public IteratorBase, public RandomAccess {
+class IndexedIterator : public IteratorBase, public RandomAccess, public RowStream {
  public:
   using IteratorBase::IteratorBase;
 
@@ -287,6 +294,14 @@ class IndexedIterator : public IteratorBase, public RandomAccess {
   RandomAccess* AsRandomAccess() override { return splits_ ? nullptr : this; }
   int64_t RowCount() const override { return num_rows(); }
   Result<Element> GetRow(int64_t i) override;
+  bool GathersFromMemory() const override { return MemoryRows() != nullptr; }
+  // Copies each row from MemoryRows() into the batch, prefetching the rows ahead.
+  Result<Element> GatherRows(std::span<const int64_t> rows) override;
+
+  RowStream* AsRowStream() override { return splits_ ? nullptr : this; }
+  RandomAccess* StreamRows() override { return this; }
+  // Moves the index; the rows are counted when gathered (GatherRows).
+  int64_t TakeRows(int64_t n, int64_t* out) override;
 
  protected:
   // Subclass setup (default: none).
@@ -297,6 +312,10 @@ class IndexedIterator : public IteratorBase, public RandomAccess {
   virtual Result<Element> Row(int64_t i) = 0;
   // Appended to checkpoint errors, e.g. " for 'path'" (default: nothing).
   virtual std::string Where() const { return ""; }
+  // When every row is in memory and numeric: an element whose component c is a tensor
+  // [num_rows(), ...] whose row i is component c of Row(i), with Row's names (default:
+  // null). GatherRows copies from it.
+  virtual const Element* MemoryRows() const { return nullptr; }
 
   // Moves to the end: the next GetNext returns nullopt.
   void End() { next_ = num_rows(); }

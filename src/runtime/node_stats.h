@@ -121,7 +121,7 @@ struct NodeStats {
   std::atomic<int64_t> dead_children_bytes{0};
   std::atomic<int64_t> dead_children_cpu_ns{0};
 
-  void CountProduced() { Add(elements_produced, 1); }
+  void CountProduced(int64_t n = 1) { Add(elements_produced, n); }
   // Single-writer increment (no locked read-modify-write).
   static void Add(std::atomic<int64_t>& c, int64_t v) {
     c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <string_view>
 #include <set>
 
 #include "api/dataset_internal.h"
@@ -281,12 +283,13 @@ Options OnlyGlobalShuffle() {
   return o;
 }
 
-std::string RootOp(const Dataset& ds, const Options& o, int64_t* changes) {
+std::string RootOp(const Dataset& ds, const Options& o, int64_t* changes,
+                   std::string_view pass = "global_shuffle") {
   OptimizeReport report;
   auto r = OptimizeGraph(NodeOf(ds), o, &report);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   for (const auto& p : report.passes) {
-    if (p.name == "global_shuffle") *changes = p.changes;
+    if (p.name == pass) *changes = p.changes;
   }
   return r.ok() ? (*r)->op() : "";
 }
@@ -325,6 +328,177 @@ TEST(GlobalShufflePassTest, RewrittenPipelineIsAUniformPermutationEachEpoch) {
   EXPECT_NE(e0, e1);
   EXPECT_EQ(Order(Dataset::Range(500).Shuffle(500, 4).Repeat(2)), v);
   EXPECT_EQ(v, Order(Dataset::Range(500).GlobalShuffle(4).Repeat(2)));
+}
+
+// ---- Gathering a batch (runtime/random_access.h) ----
+
+// 100 rows in memory: an IDX file of uint8 [5, 3] images, one of uint8 labels (one-byte
+// rows), and named from_tensor_slices of int64 ids and float32 pairs.
+class GatherTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kRows = 100;
+  void SetUp() override {
+    auto images = Tensor::Allocate(DType::kUInt8, Shape({kRows, 5, 3}));
+    auto labels = Tensor::Allocate(DType::kUInt8, Shape({kRows}));
+    ASSERT_TRUE(images.ok() && labels.ok());
+    for (int64_t i = 0; i < kRows * 15; ++i) images->mutable_data<uint8_t>()[i] = i % 251;
+    for (int64_t i = 0; i < kRows; ++i) labels->mutable_data<uint8_t>()[i] = i % 10;
+    testing::WriteFile(files_.File("images.idx"), *EncodeIdx(*images));
+    testing::WriteFile(files_.File("labels.idx"), *EncodeIdx(*labels));
+    std::vector<int64_t> ids(kRows);
+    std::vector<float> pairs(2 * kRows);
+    for (int64_t i = 0; i < kRows; ++i) {
+      ids[i] = 1000 + i;
+      pairs[2 * i] = 0.5f * i;
+      pairs[2 * i + 1] = -1.0f * i;
+    }
+    slices_ = Dataset::FromTensorSlices(
+        Element({Tensor::FromVector(ids), Tensor::FromVector(pairs, Shape({kRows, 2}))},
+                MakeNames({"id", "pair"})));
+    rows_ = Dataset::Zip({Dataset::Idx(files_.File("images.idx")),
+                          Dataset::Idx(files_.File("labels.idx")), slices_});
+  }
+
+  // Every element of `ds` with the optimizer off (the pipeline as written).
+  static std::vector<Element> AsWritten(const Dataset& ds) {
+    Options o;
+    o.optimization.apply_default_optimizations = false;
+    return CollectOrDie(ds.WithOptions(o));
+  }
+
+  static void ExpectSameBatches(const std::vector<Element>& got,
+                                const std::vector<Element>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(got[i].ContentEquals(want[i]))
+          << what << ", batch " << i << ": " << got[i].DebugString() << " vs "
+          << want[i].DebugString();
+      EXPECT_EQ(got[i].names() == nullptr, want[i].names() == nullptr) << what;
+      if (got[i].names() && want[i].names()) EXPECT_EQ(*got[i].names(), *want[i].names());
+    }
+  }
+
+  testing::Files files_;
+  Dataset slices_, rows_;
+};
+
+TEST_F(GatherTest, TheRowsGatherFromMemory) {
+  // The iterators say so: a GlobalShuffle over the zip, and a source in its own order (an
+  // Idx file once its first row has loaded it).
+  auto shuffled = NodeOf(rows_.GlobalShuffle(3))->MakeIterator(IteratorContext{}, "G");
+  ASSERT_TRUE(shuffled.ok()) << shuffled.status().ToString();
+  ASSERT_NE((*shuffled)->AsRowStream(), nullptr);
+  auto slices = NodeOf(slices_)->MakeIterator(IteratorContext{}, "S");
+  ASSERT_TRUE(slices.ok());
+  ASSERT_NE((*slices)->AsRowStream(), nullptr);
+  EXPECT_TRUE((*slices)->AsRowStream()->StreamRows()->GathersFromMemory());
+  auto idx = NodeOf(Dataset::Idx(files_.File("labels.idx")))->MakeIterator(IteratorContext{}, "I");
+  ASSERT_TRUE(idx.ok());
+  EXPECT_FALSE((*idx)->AsRowStream()->StreamRows()->GathersFromMemory());  // not loaded yet
+  ASSERT_TRUE((*idx)->GetNext().ok());
+  EXPECT_TRUE((*idx)->AsRowStream()->StreamRows()->GathersFromMemory());
+  // Strings are not rows of a numeric tensor: they go through GetNext.
+  auto strings = NodeOf(Dataset::FromTensorSlices(Element{
+                            Tensor::FromVector<std::string>({"a", "b"})}))
+                     ->MakeIterator(IteratorContext{}, "T");
+  ASSERT_TRUE(strings.ok());
+  EXPECT_FALSE((*strings)->AsRowStream()->StreamRows()->GathersFromMemory());
+}
+
+TEST_F(GatherTest, GatheredBatchesEqualBatchesOfElements) {
+  // The batch gathered from memory is the one Batch stacks from the elements (an identity
+  // map in between reads them one by one): dtypes, shapes, names, the last partial batch,
+  // drop_remainder; shuffled (the same seed, so the same order) and in order.
+  for (int64_t bs : {1, 7, 100, 256}) {
+    for (bool drop : {false, true}) {
+      const std::string what = "batch " + std::to_string(bs) + (drop ? " drop" : "");
+      ExpectSameBatches(AsWritten(rows_.GlobalShuffle(5, false).Batch(bs, drop)),
+                        AsWritten(rows_.GlobalShuffle(5, false).Map(K("identity")).Batch(bs, drop)),
+                        "shuffled zip, " + what);
+      ExpectSameBatches(AsWritten(slices_.Batch(bs, drop)),
+                        AsWritten(slices_.Map(K("identity")).Batch(bs, drop)), "slices, " + what);
+      ExpectSameBatches(AsWritten(Dataset::Idx(files_.File("images.idx")).Batch(bs, drop)),
+                        AsWritten(Dataset::Idx(files_.File("images.idx"))
+                                      .Map(K("identity")).Batch(bs, drop)),
+                        "idx, " + what);
+    }
+  }
+}
+
+TEST_F(GatherTest, ConformanceAndExactResume) {
+  // The conformance fixture (save/restore at every batch, skip, cancel, repeated
+  // iterators) on gathered batches, shuffled and in order.
+  ConformanceOptions o;
+  CheckDataset(rows_.GlobalShuffle(9, false).Batch(16),
+               AsWritten(rows_.GlobalShuffle(9, false).Map(K("identity")).Batch(16)), o);
+  CheckDataset(slices_.Batch(30, true), AsWritten(slices_.Map(K("identity")).Batch(30, true)),
+               o);
+  // Reshuffled each epoch: resume mid-epoch continues the saved iterator exactly.
+  const Dataset ds = rows_.GlobalShuffle(4).Batch(8).Repeat(2);
+  for (int cut : {0, 3, 13, 14, 20}) {
+    auto it = ds.MakeIterator();
+    ASSERT_TRUE(it.ok());
+    for (int i = 0; i < cut; ++i) ASSERT_TRUE((*it)->GetNext().ok());
+    auto ckpt = (*it)->Save();
+    ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+    auto fresh = ds.MakeIterator();
+    ASSERT_TRUE(fresh.ok());
+    ASSERT_TRUE((*fresh)->Restore(*ckpt).ok());
+    for (;;) {
+      auto a = (*it)->GetNext();
+      auto b = (*fresh)->GetNext();
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(a->has_value(), b->has_value()) << "cut " << cut;
+      if (!*a) break;
+      EXPECT_TRUE((**a).ContentEquals(**b)) << "cut " << cut;
+    }
+  }
+}
+
+TEST_F(GatherTest, StatsCountTheGatheredRows) {
+  // The shuffle hands out every row once and each source serves each row once, as their
+  // GetNext and GetRow would count them.
+  auto it = rows_.GlobalShuffle(2).Batch(32).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  int64_t batches = 0;
+  for (;;) {
+    auto e = (*it)->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!*e) break;
+    ++batches;
+  }
+  EXPECT_EQ(batches, 4);
+  std::map<std::string, int64_t> produced;
+  for (const IteratorStats& s : (*it)->Stats()) produced[s.name] += s.elements_produced;
+  EXPECT_EQ(produced["Batch"], 4);
+  EXPECT_EQ(produced["GlobalShuffle"], kRows);
+  EXPECT_EQ(produced["Zip"], kRows);
+  EXPECT_EQ(produced["Idx"], 2 * kRows);
+  EXPECT_EQ(produced["FromTensorSlices"], kRows);
+}
+
+TEST_F(GatherTest, ParallelBatchPassLeavesAGatheringBatchSequential) {
+  // With the cost model the pass keeps a Batch that gathers (and makes a user's
+  // ParallelBatch over such rows one); without it, it parallelizes as tf.data does.
+  Options only;
+  only.optimization.apply_default_optimizations = false;
+  only.optimization.Set("parallel_batch", true);
+  int64_t changes = -1;
+  EXPECT_EQ(RootOp(rows_.GlobalShuffle(1).Batch(16), only, &changes, "parallel_batch"), "Batch");
+  EXPECT_EQ(changes, 0);
+  EXPECT_EQ(RootOp(slices_.Batch(16), only, &changes, "parallel_batch"), "Batch");
+  EXPECT_EQ(RootOp(rows_.GlobalShuffle(1).Batch(16, false, kAutotune), only, &changes, "parallel_batch"),
+            "Batch");
+  EXPECT_EQ(changes, 1);
+  // Rows a map makes (8 KiB each) are not gathered: the usual decision.
+  const Dataset big =
+      Dataset::FromTensorSlices(Element{Tensor::Zeros(DType::kFloat64, Shape({128, 1024}))});
+  EXPECT_EQ(RootOp(big.Batch(64), only, &changes, "parallel_batch"), "Batch");
+  EXPECT_EQ(RootOp(big.Map(K("cast", {{"dtype", DType::kFloat32}})).Batch(64), only, &changes,
+                   "parallel_batch"),
+            "ParallelBatch");
+  only.optimization.Set("cost_model", false);
+  EXPECT_EQ(RootOp(rows_.GlobalShuffle(1).Batch(16), only, &changes, "parallel_batch"), "ParallelBatch");
 }
 
 }  // namespace

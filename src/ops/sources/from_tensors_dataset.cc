@@ -1,4 +1,6 @@
 // FromTensors (one element) and FromTensorSlices (rows along dimension 0).
+#include <algorithm>
+
 #include "graph/attr.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
@@ -11,13 +13,20 @@ class FromTensorsDataset : public DatasetNode {
   FromTensorsDataset(std::string op, OpArgs args, ElementSpec spec, std::vector<Tensor> comps,
                      Names names, bool slices)
       : DatasetNode(std::move(op), std::move(args), std::move(spec)),
-        comps_(std::move(comps)), names_(std::move(names)), slices_(slices) {}
+        comps_(std::move(comps)), names_(std::move(names)), slices_(slices) {
+    const bool numeric = std::none_of(comps_.begin(), comps_.end(), [](const Tensor& c) {
+      return c.dtype() == DType::kString;
+    });
+    if (slices_ && numeric) memory_rows_ = Element(comps_, names_);
+  }
 
   int64_t Cardinality() const override { return num_rows(); }
   int64_t num_rows() const {
     if (!slices_) return 1;
     return comps_.empty() ? 0 : comps_[0].dim(0);
   }
+  // The slices' tensors as rows in memory (numeric slices only), else null.
+  const Element* MemoryRows() const { return memory_rows_.size() > 0 ? &memory_rows_ : nullptr; }
   Element Row(int64_t i) const {
     std::vector<Tensor> t;
     t.reserve(comps_.size());
@@ -33,6 +42,7 @@ class FromTensorsDataset : public DatasetNode {
   std::vector<Tensor> comps_;
   Names names_;
   bool slices_;
+  Element memory_rows_;  // comps_ (sharing their buffers) when MemoryRows serves them
 };
 
 class FromTensorsIterator : public IndexedIterator {
@@ -43,6 +53,7 @@ class FromTensorsIterator : public IndexedIterator {
  protected:
   int64_t num_rows() const override { return ds_->num_rows(); }
   Result<Element> Row(int64_t i) override { return ds_->Row(i); }
+  const Element* MemoryRows() const override { return ds_->MemoryRows(); }
 
  private:
   const FromTensorsDataset* ds_;

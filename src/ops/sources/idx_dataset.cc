@@ -75,6 +75,10 @@ class IdxIterator : public IndexedIterator {
  protected:
   int64_t num_rows() const override { return ds_->header().num_rows(); }
   std::string Where() const override { return " for '" + ds_->path() + "'"; }
+  // The loaded file's rows (after the first read; until then rows go through Row).
+  const Element* MemoryRows() const override {
+    return memory_rows_.size() > 0 ? &memory_rows_ : nullptr;
+  }
 
   // Skips only move the index: the reader seeks on the next read.
   Result<Element> Row(int64_t i) override {
@@ -84,6 +88,7 @@ class IdxIterator : public IndexedIterator {
       if (shared.valid() && memory_->TryReserve(bytes)) {
         charged_ = bytes;
         all_ = std::move(shared);
+        memory_rows_ = Element{all_};
       }
     }
     if (!reader_ && !all_.valid()) {
@@ -145,6 +150,7 @@ class IdxIterator : public IndexedIterator {
     }
     all_ = std::move(all).value();
     ds_->SetLoaded(env_, all_);
+    memory_rows_ = Element{all_};
     return Status::OK();
   }
 
@@ -153,6 +159,7 @@ class IdxIterator : public IndexedIterator {
   MemoryBudget* memory_;
   std::unique_ptr<IdxReader> reader_;  // opened on the first read
   Tensor all_;                         // every row, when loaded into memory
+  Element memory_rows_;                // {all_} once loaded (MemoryRows)
   int64_t charged_ = 0;                // bytes of all_ charged to memory_
 };
 

@@ -2,6 +2,7 @@
 #include "ops/op_util.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
+#include "runtime/random_access.h"
 #include "runtime/resources.h"
 
 namespace sluice {
@@ -35,6 +36,10 @@ class BatchIterator : public UnaryIterator {
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
+    if (RowStream* stream = input_->AsRowStream()) {
+      RandomAccess* rows = stream->StreamRows();
+      if (rows->GathersFromMemory()) return Gather(stream, rows);
+    }
     rows_.reserve(BatchReserve(ds_->batch_size()));
     SLUICE_RETURN_IF_ERROR(ReadBatchRows(input_.get(), ds_->batch_size(), &rows_));
     if (rows_.empty()) return std::nullopt;
@@ -50,7 +55,19 @@ class BatchIterator : public UnaryIterator {
   }
 
  private:
+  // The next batch's rows gathered straight from memory (runtime/random_access.h): the
+  // same batch, one copy per row instead of an element per row and a second copy.
+  Result<std::optional<Element>> Gather(RowStream* stream, RandomAccess* rows) {
+    indices_.resize(static_cast<size_t>(ds_->batch_size()));
+    const int64_t k = stream->TakeRows(ds_->batch_size(), indices_.data());
+    if (k == 0 || (ds_->drop_remainder() && k < ds_->batch_size())) return std::nullopt;
+    SLUICE_ASSIGN_OR_RETURN(Element out,
+                            rows->GatherRows({indices_.data(), static_cast<size_t>(k)}));
+    return out;
+  }
+
   const BatchDataset* ds_;
+  std::vector<int64_t> indices_;  // Gather's row indices, reused
   std::vector<Element> rows_;    // reused between calls to avoid reallocating
   std::vector<Tensor> column_;  // likewise
 };

@@ -5,6 +5,8 @@
 // When the input's iterator cannot serve rows after all (a split provider hands its
 // source the rows to read, as under distribute), the op falls back to a buffered shuffle
 // of the whole input (ShuffleBuffer, as Shuffle(n)): still a uniform permutation.
+#include <algorithm>
+
 #include "graph/attr.h"
 #include "graph/random_access.h"
 #include "ops/index_permutation.h"
@@ -43,7 +45,7 @@ class GlobalShuffleDataset : public DatasetNode {
   const DatasetPtr rows_;
 };
 
-class GlobalShuffleIterator : public IteratorBase {
+class GlobalShuffleIterator : public IteratorBase, public RowStream {
  public:
   GlobalShuffleIterator(const GlobalShuffleDataset* ds, const std::string& prefix)
       : IteratorBase(ds->shared(), prefix), ds_(ds) {}
@@ -63,6 +65,16 @@ class GlobalShuffleIterator : public IteratorBase {
     }
     SetSeed(seed);
     return Status::OK();
+  }
+
+  // Its rows in the permutation's order: a Batch above gathers them (random_access.h).
+  RowStream* AsRowStream() override { return fallback_ ? nullptr : this; }
+  RandomAccess* StreamRows() override { return rows_; }
+  int64_t TakeRows(int64_t n, int64_t* out) override {
+    const int64_t k = std::max<int64_t>(0, std::min(n, perm_.size() - position_));
+    for (int64_t j = 0; j < k; ++j) out[j] = perm_.Apply(position_++);
+    stats().CountProduced(k);
+    return k;
   }
 
  protected:

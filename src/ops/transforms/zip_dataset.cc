@@ -1,6 +1,7 @@
 // Zip: the element-wise tuple of N datasets, ending with the shortest. sluice elements
 // are flat, so the output components are the inputs' components concatenated; names are
 // kept when every input is named (and the concatenation has no duplicates).
+#include <algorithm>
 #include <set>
 
 #include "graph/attr.h"
@@ -88,6 +89,26 @@ class ZipIterator : public IteratorBase, public RandomAccess {
     }
     stats().CountProduced();
     return Element(std::move(out), spec.names);
+  }
+
+  // Each input gathers its components' rows; the batch is their components in order.
+  bool GathersFromMemory() const override {
+    return !rows_.empty() && std::all_of(rows_.begin(), rows_.end(), [](RandomAccess* r) {
+      return r->GathersFromMemory();
+    });
+  }
+  Result<Element> GatherRows(std::span<const int64_t> rows) override {
+    std::vector<Tensor> out;
+    std::vector<Element> parts(rows_.size());
+    std::vector<const Names*> names;
+    for (size_t k = 0; k < rows_.size(); ++k) {
+      SLUICE_ASSIGN_OR_RETURN(parts[k], rows_[k]->GatherRows(rows));
+      names.push_back(&parts[k].names());
+      for (Tensor& t : parts[k].tensors()) out.push_back(std::move(t));
+    }
+    stats().CountProduced(static_cast<int64_t>(rows.size()));
+    const ElementSpec& spec = node().element_spec();
+    return Element(std::move(out), spec.unknown ? ConcatNames(names) : spec.names);
   }
 
   Status Initialize(const IteratorContext& ctx) override {
