@@ -36,9 +36,9 @@ class BatchIterator : public UnaryIterator {
 
  protected:
   Result<std::optional<Element>> GetNextInternal() override {
-    if (RowStream* stream = input_->AsRowStream()) {
-      RandomAccess* rows = stream->StreamRows();
-      if (rows->GathersFromMemory()) return Gather(stream, rows);
+    if (stream_ != nullptr) [[unlikely]] {
+      RandomAccess* rows = stream_->StreamRows();
+      if (rows->GathersFromMemory()) return Gather(stream_, rows);
     }
     rows_.reserve(BatchReserve(ds_->batch_size()));
     SLUICE_RETURN_IF_ERROR(ReadBatchRows(input_.get(), ds_->batch_size(), &rows_));
@@ -54,6 +54,13 @@ class BatchIterator : public UnaryIterator {
     return SkipBatches(input_.get(), n, ds_->batch_size(), ds_->drop_remainder());
   }
 
+  // Whether the input is a row stream is fixed once it is made (a split provider, a
+  // GlobalShuffle's fallback); whether its rows gather may change (a file loads).
+  Status InitializeState(const IteratorContext&) override {
+    stream_ = input_->AsRowStream();
+    return Status::OK();
+  }
+
  private:
   // The next batch's rows gathered straight from memory (runtime/random_access.h): the
   // same batch, one copy per row instead of an element per row and a second copy.
@@ -67,6 +74,7 @@ class BatchIterator : public UnaryIterator {
   }
 
   const BatchDataset* ds_;
+  RowStream* stream_ = nullptr;   // input_ as a row stream, if it is one
   std::vector<int64_t> indices_;  // Gather's row indices, reused
   std::vector<Element> rows_;    // reused between calls to avoid reallocating
   std::vector<Tensor> column_;  // likewise
