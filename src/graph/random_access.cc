@@ -45,7 +45,7 @@ namespace {
 
 // Whether `node`'s rows lie in memory as numeric tensors (IndexedIterator::MemoryRows).
 bool RowsInMemory(const DatasetNode& node) {
-  if (node.op() == "Idx") return true;
+  if (node.op() == "Idx" || node.op() == "Range") return true;  // Range computes them
   if (node.op() == "FromTensorSlices") {
     const ElementSpec& spec = node.element_spec();
     if (spec.unknown) return false;

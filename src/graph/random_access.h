@@ -30,7 +30,8 @@ inline bool IsRandomAccess(const DatasetPtr& node) {
 // Whether a Batch over `node` gathers its rows straight from memory (runtime/
 // random_access.h, "Gathering a batch"): `node` is a row stream (a source that serves rows,
 // or a GlobalShuffle) whose rows lie in memory (FromTensorSlices of numeric tensors, an Idx
-// file, a Zip of such). A prediction: an Idx file too big for the RAM budget streams.
+// file, a Range, whose rows are computed, a Zip of such). A prediction: an Idx file too big
+// for the RAM budget streams.
 bool GathersRowsFromMemory(const DatasetNode& node);
 
 // A ParallelMap serves rows as the Map of the same function and seed would: it counts as

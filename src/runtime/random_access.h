@@ -12,9 +12,10 @@
 //
 // Gathering a batch. A Batch whose input is a RowStream (below: a source in its own order,
 // a GlobalShuffle in its permutation's) over rows that lie in memory (GathersFromMemory:
-// from_tensor_slices' numeric tensors, a loaded IDX file, a Zip of such) takes the next n
-// row indices (TakeRows) and gathers those rows in one call (GatherRows): each row is
-// copied once, straight from memory into the batch, with the rows ahead prefetched. The
+// from_tensor_slices' numeric tensors, a loaded IDX file, a range's computed values, a Zip
+// of such) takes the next n row indices (TakeRows) and gathers those rows in one call
+// (GatherRows): each row is copied once, straight from memory into the batch, with the
+// rows ahead prefetched. The
 // GetNext path builds an element per row (a view holding a reference on the file's
 // buffer, a tuple for a zip) and copies it again into the batch. Batch's elements, order,
 // checkpoints (the positions live in the stream) and errors are the same either way: a
@@ -45,8 +46,8 @@ class RandomAccess {
   // name the op and the row, as GetNext's would.
   virtual Result<Element> GetRow(int64_t i) = 0;
 
-  // Whether GatherRows serves rows now: every row is a copy from memory, which cannot fail
-  // for an index in range. It may become true later (an IDX file loads on its first read).
+  // Whether GatherRows serves rows now: every row is a copy from memory (or computed, as a
+  // range's), which cannot fail for an index in range. It may become true later (an IDX file loads on its first read).
   virtual bool GathersFromMemory() const { return false; }
   // Rows rows[0..n) (n >= 1, each in range) stacked into one batch exactly as Batch stacks
   // what GetRow returns (component c: shape [n] + the row's, the rows' names), each row

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <set>
@@ -423,6 +424,31 @@ TEST_F(GatherTest, GatheredBatchesEqualBatchesOfElements) {
                         "idx, " + what);
     }
   }
+}
+
+TEST_F(GatherTest, RangesComputeTheirRowsIntoTheBatch) {
+  // A range's rows are computed into the batch: in order, shuffled, zipped with slices,
+  // with a negative step and near the ends of int64 (the values in 128 bits).
+  const std::vector<Dataset> ranges = {
+      Dataset::Range(0, 103, 1), Dataset::Range(50, -47, -3),
+      Dataset::Range(std::numeric_limits<int64_t>::max() - 40,
+                     std::numeric_limits<int64_t>::max(), 3),
+      Dataset::Range(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                     std::numeric_limits<int64_t>::max() / 8)};
+  for (const Dataset& r : ranges) {
+    ExpectSameBatches(AsWritten(r.Batch(8)), AsWritten(r.Map(K("identity")).Batch(8)),
+                      "range in order");
+    ExpectSameBatches(AsWritten(r.GlobalShuffle(6, false).Batch(8, true)),
+                      AsWritten(r.GlobalShuffle(6, false).Map(K("identity")).Batch(8, true)),
+                      "shuffled range");
+  }
+  const Dataset zipped = Dataset::Zip({Dataset::Range(kRows), slices_});
+  ExpectSameBatches(AsWritten(zipped.GlobalShuffle(2, false).Batch(9)),
+                    AsWritten(zipped.GlobalShuffle(2, false).Map(K("identity")).Batch(9)),
+                    "zip of a range and slices");
+  ConformanceOptions o;
+  CheckDataset(Dataset::Range(3, 40, 2).Batch(4),
+               AsWritten(Dataset::Range(3, 40, 2).Map(K("identity")).Batch(4)), o);
 }
 
 TEST_F(GatherTest, ConformanceAndExactResume) {

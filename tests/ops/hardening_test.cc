@@ -75,7 +75,10 @@ TEST(HugeSizes, EndlessBatchTooLargeForMemoryIsResourceExhausted) {
       Dataset::Range(10).Repeat().Batch(bs),
       Dataset::Range(10).Repeat().Batch(bs, false, 2),
       Dataset::Range(10).Repeat().PaddedBatch(bs, {}, {}, false),
-      Dataset::Range(10).Repeat().MapAndBatch(id, bs, 2, false)};
+      Dataset::Range(10).Repeat().MapAndBatch(id, bs, 2, false),
+      // A batch that gathers its rows (runtime/random_access.h) checks before it takes any.
+      Dataset::Range(int64_t{1} << 62).Batch(bs),
+      Dataset::Range(int64_t{1} << 62).GlobalShuffle(1).Batch(bs)};
   for (Dataset& ds : cases) {
     auto it = MakeIteratorAsBuilt(ds, {});
     ASSERT_TRUE(it.ok()) << it.status();

@@ -51,8 +51,15 @@ def test_trace_block_records_iterators_made_inside(tmp_path):
 
 def test_cli_profile(tmp_path, build_dir):
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"version": 1, "dataset": [
+    # The cast keeps the range's rows flowing one GetNext at a time (a batch straight over
+    # a range gathers its rows in one call, and only the batch's spans are recorded);
+    # unoptimized, so that the cast is not moved after the batch.
+    spec.write_text(json.dumps({"version": 1,
+                                "options": {"optimization": {
+                                    "apply_default_optimizations": False}},
+                                "dataset": [
         {"op": "Range", "attrs": {"start": 0, "stop": 5000, "step": 1}},
+        {"op": "Map", "function": {"kernel": "cast", "attrs": {"dtype": "float32"}}},
         {"op": "Batch", "attrs": {"batch_size": 50}},
         {"op": "Prefetch", "attrs": {"buffer_size": 2}}]}))
     trace = tmp_path / "out.json"

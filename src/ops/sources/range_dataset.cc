@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "graph/attr.h"
 #include "ops/ops.h"
 #include "runtime/iterator_base.h"
@@ -33,7 +35,7 @@ class RangeDataset : public DatasetNode {
   const int64_t start_, stop_, step_;
 };
 
-class RangeIterator : public IteratorBase, public RandomAccess {
+class RangeIterator : public IteratorBase, public RandomAccess, public RowStream {
  public:
   RangeIterator(const RangeDataset* ds, const std::string& prefix)
       : IteratorBase(ds->shared(), prefix), ds_(ds), next_(ds->start_) {}
@@ -54,12 +56,43 @@ class RangeIterator : public IteratorBase, public RandomAccess {
                                         std::to_string(RowCount())));
     }
     stats().CountProduced();
-    return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(
-        static_cast<__int128>(ds_->start_) + static_cast<__int128>(i) * ds_->step_))};
+    return Element{Tensor::Scalar<int64_t>(Value(i))};
+  }
+
+  // A batch's rows are computed straight into it (runtime/random_access.h), in its own
+  // order or a GlobalShuffle's.
+  bool GathersFromMemory() const override { return true; }
+  Result<Element> GatherRows(std::span<const int64_t> rows) override {
+    SLUICE_ASSIGN_OR_RETURN(
+        Tensor t, Tensor::Allocate(DType::kInt64, Shape({static_cast<int64_t>(rows.size())})));
+    int64_t* v = t.mutable_data<int64_t>();
+    for (size_t k = 0; k < rows.size(); ++k) v[k] = Value(rows[k]);
+    stats().CountProduced(static_cast<int64_t>(rows.size()));
+    return Element{std::move(t)};
+  }
+  RowStream* AsRowStream() override { return splits_ ? nullptr : this; }
+  RandomAccess* StreamRows() override { return this; }
+  // Moves next_ as Skip does; the rows are counted when gathered.
+  int64_t TakeRows(int64_t n, int64_t* out) override {
+    if (Done()) return 0;
+    const int64_t remaining = ds_->Remaining(next_);
+    const int64_t first = RowCount() - remaining;  // the row next_ is
+    const int64_t k = std::max<int64_t>(0, std::min(n, remaining));
+    for (int64_t j = 0; j < k; ++j) out[j] = first + j;
+    next_ = k == remaining ? ds_->stop_
+                           : static_cast<int64_t>(static_cast<__int128>(next_) +
+                                                  static_cast<__int128>(k) * ds_->step_);
+    return k;
   }
 
  protected:
   bool Done() const { return ds_->step_ > 0 ? next_ >= ds_->stop_ : next_ <= ds_->stop_; }
+  // Element i, start + i * step, for 0 <= i < cardinality (128 bits: i * step alone may
+  // not fit).
+  int64_t Value(int64_t i) const {
+    return static_cast<int64_t>(static_cast<__int128>(ds_->start_) +
+                                static_cast<__int128>(i) * ds_->step_);
+  }
 
   // The next split's element index; nullopt (and Done) when the provider has ended.
   Result<std::optional<int64_t>> NextSplit() {
@@ -78,9 +111,8 @@ class RangeIterator : public IteratorBase, public RandomAccess {
     if (splits_ != nullptr) [[unlikely]] {
       SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> i, NextSplit());
       if (!i) return std::nullopt;
-      // *i < cardinality keeps the value in range; i * step alone may not be.
-      return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(
-          static_cast<__int128>(ds_->start_) + static_cast<__int128>(*i) * ds_->step_))};
+      // *i < cardinality keeps the value in range.
+      return Element{Tensor::Scalar<int64_t>(Value(*i))};
     }
     Element e;
     e.push_back(Tensor::Scalar<int64_t>(next_));  // moved in: no refcount traffic

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <new>
+
 #include "graph/attr.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -65,8 +68,28 @@ class BatchIterator : public UnaryIterator {
   // The next batch's rows gathered straight from memory (runtime/random_access.h): the
   // same batch, one copy per row instead of an element per row and a second copy.
   Result<std::optional<Element>> Gather(RowStream* stream, RandomAccess* rows) {
-    indices_.resize(static_cast<size_t>(ds_->batch_size()));
-    const int64_t k = stream->TakeRows(ds_->batch_size(), indices_.data());
+    // At most the rows there are (a batch_size of 2^60 over 10 rows is one batch of 10),
+    // and an error, not an abort, when they cannot fit in memory (as ReadBatchRows).
+    const int64_t n = std::min(ds_->batch_size(), rows->RowCount());
+    if (n > BatchReserve(n)) {
+      const int64_t row = std::max<int64_t>(0, StaticElementBytes(input_->node().element_spec()));
+      const int64_t avail = AvailableMemory();
+      if (avail > 0 && n > avail / (row + static_cast<int64_t>(sizeof(int64_t)))) {
+        return ResourceExhaustedError(
+            "a batch of " + std::to_string(n) + " elements of " + std::to_string(row) +
+            " bytes each needs more than the " + std::to_string(avail) +
+            " bytes of memory available");
+      }
+    }
+    if (static_cast<int64_t>(indices_.size()) < n) {
+      try {
+        indices_.resize(static_cast<size_t>(n));
+      } catch (const std::bad_alloc&) {
+        return ResourceExhaustedError("cannot hold the row indices of a batch of " +
+                                      std::to_string(n) + " rows");
+      }
+    }
+    const int64_t k = stream->TakeRows(n, indices_.data());
     if (k == 0 || (ds_->drop_remainder() && k < ds_->batch_size())) return std::nullopt;
     SLUICE_ASSIGN_OR_RETURN(Element out,
                             rows->GatherRows({indices_.data(), static_cast<size_t>(k)}));
