@@ -7,7 +7,7 @@
 // whole batch costs less than ParallelBatch's per-batch overhead, stays sequential: the
 // rewrite would only add a handoff (Batch(1) became ~10 us of CPU per element). So does
 // a Batch that gathers its rows from memory (graph/random_access.h, GathersRowsFromMemory:
-// a GlobalShuffle or a source over from_tensor_slices or IDX rows): one copy per row
+// a GlobalShuffle or a source over from_tensor_slices, IDX or range rows): one copy per row
 // straight into the batch, which ParallelBatch's per-row elements and handoffs would undo
 // (Fashion-MNIST: 3.3M against 1.6M rows/s). A ParallelBatch the user wrote over such an
 // input becomes that Batch (the same batches; ParallelBatch's order even when it was not
