@@ -1215,33 +1215,41 @@ void AsyncBufferIterator::PublishGaugesLocked() {
   RecordBuffered(bytes, ready);
 }
 
-Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
-  if (input_end_) return std::nullopt;
-  if (passthrough_) {
-    // The element itself (prefetch): no unit. An error takes no position (as PullUnit).
-    Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
-    if (r.ok()) {
-      if (!r->has_value()) {
-        input_end_ = true;
-      } else {
-        ++next_position_;
-      }
-    }
-    return r;
-  }
-  if (maps_in_place_) {
-    // A map: the element in place, at its position, as ProcessInline would (an input
-    // error or the end takes no position, as PullUnit; an exception fails the element).
-    Result<std::optional<Element>> r = FinishSafely([&] { return input_->GetNext(); });
-    if (!r.ok()) return r;
+Result<std::optional<Element>> AsyncBufferIterator::GetNextInlinePassthrough() {
+  // The element itself (prefetch): no unit. An error takes no position (as PullUnit).
+  Result<std::optional<Element>> r =
+      input_end_ ? Result<std::optional<Element>>(std::optional<Element>())
+                 : FinishSafely([&] { return input_->GetNext(); });
+  if (r.ok()) [[likely]] {
     if (!r->has_value()) {
       input_end_ = true;
-      return r;
+    } else {
+      ++next_position_;
     }
-    const Status s = MapInPlaceSafely(&**r, next_position_++);
-    if (!s.ok()) [[unlikely]] return s;
-    return r;
   }
+  return r;
+}
+
+Result<std::optional<Element>> AsyncBufferIterator::GetNextInlineMap() {
+  // A map: the element in place, at its position, as ProcessInline would (an input error
+  // or the end takes no position, as PullUnit; an exception fails the element).
+  Result<std::optional<Element>> r =
+      input_end_ ? Result<std::optional<Element>>(std::optional<Element>())
+                 : FinishSafely([&] { return input_->GetNext(); });
+  if (r.ok()) [[likely]] {
+    if (!r->has_value()) {
+      input_end_ = true;
+    } else if (Status s = MapInPlaceSafely(&**r, next_position_++); !s.ok()) [[unlikely]] {
+      r = std::move(s);
+    }
+  }
+  return r;
+}
+
+Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
+  if (passthrough_) return GetNextInlinePassthrough();
+  if (maps_in_place_) return GetNextInlineMap();
+  if (input_end_) return std::nullopt;
   WorkUnit& unit = inline_unit_;
   while (true) {
     unit.inputs.clear();
