@@ -1215,30 +1215,18 @@ void AsyncBufferIterator::PublishGaugesLocked() {
   RecordBuffered(bytes, ready);
 }
 
-Result<std::optional<Element>> AsyncBufferIterator::GetNextInlinePassthrough() {
-  // The element itself (prefetch): no unit. An error takes no position (as PullUnit).
+Result<std::optional<Element>> AsyncBufferIterator::GetNextInlineElement() {
+  // The element itself (prefetch), or mapped in place at its position as ProcessInline
+  // would (a map): no unit. An input error or the end takes no position (as PullUnit); an
+  // exception in the map fails the element.
   Result<std::optional<Element>> r =
       input_end_ ? Result<std::optional<Element>>(std::optional<Element>())
                  : FinishSafely([&] { return input_->GetNext(); });
   if (r.ok()) [[likely]] {
     if (!r->has_value()) {
       input_end_ = true;
-    } else {
+    } else if (!maps_in_place_) {
       ++next_position_;
-    }
-  }
-  return r;
-}
-
-Result<std::optional<Element>> AsyncBufferIterator::GetNextInlineMap() {
-  // A map: the element in place, at its position, as ProcessInline would (an input error
-  // or the end takes no position, as PullUnit; an exception fails the element).
-  Result<std::optional<Element>> r =
-      input_end_ ? Result<std::optional<Element>>(std::optional<Element>())
-                 : FinishSafely([&] { return input_->GetNext(); });
-  if (r.ok()) [[likely]] {
-    if (!r->has_value()) {
-      input_end_ = true;
     } else if (Status s = MapInPlaceSafely(&**r, next_position_++); !s.ok()) [[unlikely]] {
       r = std::move(s);
     }
@@ -1247,8 +1235,7 @@ Result<std::optional<Element>> AsyncBufferIterator::GetNextInlineMap() {
 }
 
 Result<std::optional<Element>> AsyncBufferIterator::GetNextInline() {
-  if (passthrough_) return GetNextInlinePassthrough();
-  if (maps_in_place_) return GetNextInlineMap();
+  if (passthrough_ || maps_in_place_) return GetNextInlineElement();
   if (input_end_) return std::nullopt;
   WorkUnit& unit = inline_unit_;
   while (true) {

@@ -364,11 +364,10 @@ class AsyncBufferIterator final : public IteratorBase {
   // fields it moves (next_position_, input_end_), though they are GUARDED_BY(mu_) for the
   // async paths; the analysis cannot see that ownership.
   Result<std::optional<Element>> GetNextInline() NO_THREAD_SAFETY_ANALYSIS;
-  // GetNextInline's element paths (a prefetch; a map in place), each with one named
-  // return object: a second return path would cost a Result move per element (the
-  // sequential Map has one).
-  Result<std::optional<Element>> GetNextInlinePassthrough() NO_THREAD_SAFETY_ANALYSIS;
-  Result<std::optional<Element>> GetNextInlineMap() NO_THREAD_SAFETY_ANALYSIS;
+  // GetNextInline's element path (a prefetch; a map in place), with one named return
+  // object: a second return path would cost a Result move per element (the sequential
+  // Map has one).
+  Result<std::optional<Element>> GetNextInlineElement() NO_THREAD_SAFETY_ANALYSIS;
   // Takes parts to start while under the parallelism limit; the caller schedules them
   // after unlocking.
   std::vector<Part> TakePartsToStart() REQUIRES(mu_);

@@ -111,9 +111,14 @@ Status CheckBufferMemory(std::string_view what, int64_t batch_size,
     if (t.dtype() == DType::kString)
       row_bytes += 2 * t.num_elements() * sizeof(std::string);
   }
+  return CheckRowsFitMemory(what, batch_size, rows, row_bytes);
+}
+
+Status CheckRowsFitMemory(std::string_view what, int64_t size, int64_t rows,
+                          int64_t row_bytes) {
   const int64_t avail = AvailableMemory();
   if (avail <= 0 || rows <= avail / row_bytes) return Status::OK();
-  return ResourceExhaustedError(std::string(what) + " of " + std::to_string(batch_size) +
+  return ResourceExhaustedError(std::string(what) + " of " + std::to_string(size) +
                                 " elements of about " + std::to_string(row_bytes) +
                                 " bytes each needs more than the " +
                                 std::to_string(avail) + " bytes of memory available");

@@ -28,6 +28,10 @@ int64_t AvailableMemory();
 // in AvailableMemory() (no check when that is unknown). `what` is e.g. "a batch".
 Status CheckBufferMemory(std::string_view what, int64_t size, int64_t input_cardinality,
                          int64_t held, const Element& row);
+// The same check when the rows' count and size are known up front (a batch that gathers
+// its rows): `rows` rows of `row_bytes` (> 0) each, reported as <what> of <size> elements.
+Status CheckRowsFitMemory(std::string_view what, int64_t size, int64_t rows,
+                          int64_t row_bytes);
 inline bool BatchMemoryCheckDue(int64_t rows_read, int64_t batch_size) {
   if (batch_size <= 1024) return false;
   return rows_read == 1 || (rows_read >= 1024 && (rows_read & (rows_read - 1)) == 0);

@@ -144,22 +144,32 @@ std::vector<int64_t> Rest(Iterator* it) {
   return out;
 }
 
+// An iterator of `ds` moved `cut` elements on (*saved), and a fresh one restored from its
+// checkpoint (*restored).
+void SavedAndRestored(const Dataset& ds, int64_t cut, std::unique_ptr<Iterator>* saved,
+                      std::unique_ptr<Iterator>* restored) {
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it.ok()) << it.status().ToString();
+  for (int64_t i = 0; i < cut; ++i) ASSERT_TRUE((*it)->GetNext().ok());
+  auto ckpt = (*it)->Save();
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  auto fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*fresh)->Restore(*ckpt).ok());
+  *saved = std::move(*it);
+  *restored = std::move(*fresh);
+}
+
 TEST(GlobalShuffleTest, ResumesExactlyMidEpoch) {
   // Three epochs over a map; checkpoints at epoch edges and inside the second epoch: the
   // restored iterator goes on exactly as the saved one does.
   const Dataset ds = Dataset::Range(1000).Map(K("identity")).GlobalShuffle(3).Repeat(3);
   for (int64_t cut : {0, 1, 999, 1000, 1337, 2999}) {
-    auto it = ds.MakeIterator();
-    ASSERT_TRUE(it.ok()) << it.status().ToString();
-    for (int64_t i = 0; i < cut; ++i) ASSERT_TRUE((*it)->GetNext().ok());
-    auto ckpt = (*it)->Save();
-    ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
-    auto fresh = ds.MakeIterator();
-    ASSERT_TRUE(fresh.ok());
-    ASSERT_TRUE((*fresh)->Restore(*ckpt).ok());
-    const std::vector<int64_t> expected = Rest(it->get());
+    std::unique_ptr<Iterator> it, fresh;
+    ASSERT_NO_FATAL_FAILURE(SavedAndRestored(ds, cut, &it, &fresh));
+    const std::vector<int64_t> expected = Rest(it.get());
     EXPECT_EQ(static_cast<int64_t>(expected.size()), 3000 - cut);
-    EXPECT_EQ(Rest(fresh->get()), expected) << "cut " << cut;
+    EXPECT_EQ(Rest(fresh.get()), expected) << "cut " << cut;
   }
 }
 
@@ -462,17 +472,11 @@ TEST_F(GatherTest, ConformanceAndExactResume) {
   // Reshuffled each epoch: resume mid-epoch continues the saved iterator exactly.
   const Dataset ds = rows_.GlobalShuffle(4).Batch(8).Repeat(2);
   for (int cut : {0, 3, 13, 14, 20}) {
-    auto it = ds.MakeIterator();
-    ASSERT_TRUE(it.ok());
-    for (int i = 0; i < cut; ++i) ASSERT_TRUE((*it)->GetNext().ok());
-    auto ckpt = (*it)->Save();
-    ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
-    auto fresh = ds.MakeIterator();
-    ASSERT_TRUE(fresh.ok());
-    ASSERT_TRUE((*fresh)->Restore(*ckpt).ok());
+    std::unique_ptr<Iterator> it, fresh;
+    ASSERT_NO_FATAL_FAILURE(SavedAndRestored(ds, cut, &it, &fresh));
     for (;;) {
-      auto a = (*it)->GetNext();
-      auto b = (*fresh)->GetNext();
+      auto a = it->GetNext();
+      auto b = fresh->GetNext();
       ASSERT_TRUE(a.ok() && b.ok());
       ASSERT_EQ(a->has_value(), b->has_value()) << "cut " << cut;
       if (!*a) break;

@@ -71,15 +71,10 @@ class BatchIterator : public UnaryIterator {
     // At most the rows there are (a batch_size of 2^60 over 10 rows is one batch of 10),
     // and an error, not an abort, when they cannot fit in memory (as ReadBatchRows).
     const int64_t n = std::min(ds_->batch_size(), rows->RowCount());
-    if (n > BatchReserve(n)) {
+    if (n > BatchReserve(n)) {  // a row's copy and its index
       const int64_t row = std::max<int64_t>(0, StaticElementBytes(input_->node().element_spec()));
-      const int64_t avail = AvailableMemory();
-      if (avail > 0 && n > avail / (row + static_cast<int64_t>(sizeof(int64_t)))) {
-        return ResourceExhaustedError(
-            "a batch of " + std::to_string(n) + " elements of " + std::to_string(row) +
-            " bytes each needs more than the " + std::to_string(avail) +
-            " bytes of memory available");
-      }
+      SLUICE_RETURN_IF_ERROR(CheckRowsFitMemory(
+          "a batch", n, n, row + static_cast<int64_t>(sizeof(int64_t))));
     }
     if (static_cast<int64_t>(indices_.size()) < n) {
       try {
